@@ -1,0 +1,74 @@
+"""agentnb: build, run and measure hierarchical agent systems in Jupyter.
+
+An orchestrator keeps control and calls sub-agents exposed as tools; every model call is
+traced with what it was sent, so cost and latency become pandas tables and figures.
+"""
+
+from .errors import (
+    AgentnbError,
+    AgentRunError,
+    BudgetExceeded,
+    MaxTurnsExceeded,
+    ModelBehaviorError,
+    ModelHTTPError,
+    OutputValidationError,
+    ReplayMismatch,
+    RunCancelled,
+    RunTimeout,
+    ScriptExhausted,
+    UserError,
+)
+from .models import (
+    FunctionModel,
+    Message,
+    ModelClient,
+    ModelRequest,
+    ModelResponse,
+    ScriptedModel,
+    ToolCall,
+    ToolSpec,
+    Usage,
+    say,
+    tool_call,
+)
+from .runtime import (
+    Agent,
+    AgentTool,
+    Handoff,
+    Limits,
+    PromptSection,
+    RunContext,
+    RunResult,
+    Tool,
+    ToolCallContext,
+    assemble_prompt,
+    run,
+    run_sync,
+    tool,
+)
+from .trace import CALL_COLUMNS, canonical_request, request_sizes, set_tokenizer
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext agentnb``: register the magics."""
+    from .notebook.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
+__all__ = [
+    # errors
+    "AgentnbError", "AgentRunError", "BudgetExceeded", "MaxTurnsExceeded", "ModelBehaviorError",
+    "ModelHTTPError", "OutputValidationError", "ReplayMismatch", "RunCancelled", "RunTimeout",
+    "ScriptExhausted", "UserError",
+    # models
+    "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "ScriptedModel",
+    "ToolCall", "ToolSpec", "Usage", "say", "tool_call",
+    # runtime
+    "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
+    "ToolCallContext", "assemble_prompt", "run", "run_sync", "tool",
+    # trace
+    "CALL_COLUMNS", "canonical_request", "request_sizes", "set_tokenizer",
+]  # fmt: skip

@@ -1,0 +1,87 @@
+"""The exception tree, grouped by who is at fault.
+
+- `UserError`: agentnb was called the wrong way. Raised at once, at construction where possible.
+- `AgentRunError`: something stopped a run that had started. `run` never raises these; they end
+  the run with ``ok=False`` and sit in ``RunResult.error``, with the partial trace kept.
+- `ModelBehaviorError`: the model (or its script) did something the runtime cannot act on.
+
+Every message says what happened and, where there is a choice, what to do about it.
+"""
+
+from __future__ import annotations
+
+
+class AgentnbError(Exception):
+    """Base class of every error agentnb raises."""
+
+
+class UserError(AgentnbError, ValueError):
+    """agentnb was used the wrong way: fix the call, the agent or the tool definition."""
+
+
+class AgentRunError(AgentnbError):
+    """A run that had started could not finish. Held in ``RunResult.error``."""
+
+
+class MaxTurnsExceeded(AgentRunError):
+    """An agent used all its turns without a final answer."""
+
+
+class RunTimeout(AgentRunError):
+    """The run's wall-clock limit passed."""
+
+
+class BudgetExceeded(AgentRunError):
+    """A model-call or token budget ran out.
+
+    ``fatal`` budgets (the run's own `Limits`) end the whole run; a sub-agent's budget set with
+    ``as_tool(max_tokens=...)`` only ends that sub-agent, and its caller is told so in text.
+    """
+
+    def __init__(self, message: str, *, fatal: bool = True) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+
+
+class RunCancelled(AgentRunError):
+    """The run was interrupted (Kernel -> Interrupt, Ctrl-C, or a cancelled task)."""
+
+
+class ModelBehaviorError(AgentRunError):
+    """The model produced something the runtime cannot act on."""
+
+
+class OutputValidationError(ModelBehaviorError):
+    """The final answer did not match the agent's ``output_type``, even after re-asking."""
+
+
+class ScriptExhausted(ModelBehaviorError):
+    """A ScriptedModel was asked for more replies than its script holds."""
+
+
+class ModelHTTPError(AgentRunError):
+    """The model's server answered with an error that retrying did not fix."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ReplayMismatch(AgentRunError):
+    """A replayed run sent a request that differs from the recording."""
+
+
+__all__ = [
+    "AgentRunError",
+    "AgentnbError",
+    "BudgetExceeded",
+    "MaxTurnsExceeded",
+    "ModelBehaviorError",
+    "ModelHTTPError",
+    "OutputValidationError",
+    "ReplayMismatch",
+    "RunCancelled",
+    "RunTimeout",
+    "ScriptExhausted",
+    "UserError",
+]

@@ -1,0 +1,20 @@
+"""The model-client protocol: one async method, request in, response out."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from .types import ModelRequest, ModelResponse
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Anything that can answer a `ModelRequest`.
+
+    Implementations: `ScriptedModel`, `FunctionModel`, `OpenAIModel`, recordings and replays.
+    ``name`` is shown in traces and price tables (for example ``"gpt-4o-mini"``).
+    """
+
+    name: str
+
+    async def request(self, request: ModelRequest) -> ModelResponse: ...

@@ -1,0 +1,189 @@
+"""Offline models: `ScriptedModel` replies from a script, `FunctionModel` from a Python function.
+
+Both record every request they receive, so tests and notebooks can assert on what the model saw.
+They ship in the package (not only in the tests) because workshops run on them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ScriptExhausted, UserError
+from .types import ModelRequest, ModelResponse, ToolCall, Usage
+
+
+@dataclass(slots=True, frozen=True)
+class Say:
+    """A scripted final answer (or, with tool calls in the same step, accompanying text)."""
+
+    text: str
+
+
+Step = Say | ToolCall | Sequence[ToolCall] | ModelResponse | str
+"""One scripted reply: `say(text)`, `tool_call(...)`, a list of tool calls (one turn, run
+concurrently), a ready `ModelResponse`, or a bare string (same as `say`)."""
+
+
+def say(text: str | Any) -> Say:
+    """A final text answer. Dicts and pydantic objects are sent as their JSON."""
+    if isinstance(text, str):
+        return Say(text)
+    if hasattr(text, "model_dump_json"):
+        return Say(text.model_dump_json())
+    return Say(json.dumps(text, ensure_ascii=False))
+
+
+def tool_call(name: str, /, **arguments: Any) -> ToolCall:
+    """A request to call tool ``name`` with keyword ``arguments`` (encoded as JSON)."""
+    return ToolCall(
+        name=name, arguments=json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+    )
+
+
+def to_response(step: Step) -> ModelResponse:
+    """Turn a script step into the response a real model would have produced."""
+    if isinstance(step, ModelResponse):
+        return step
+    if isinstance(step, str):
+        return ModelResponse(text=step)
+    if isinstance(step, Say):
+        return ModelResponse(text=step.text)
+    if isinstance(step, ToolCall):
+        return ModelResponse(tool_calls=[_fresh(step)], stop_reason="tool_calls")
+    if (
+        isinstance(step, (list, tuple))
+        and step
+        and all(isinstance(s, (ToolCall, Say)) for s in step)
+    ):
+        calls = [_fresh(s) for s in step if isinstance(s, ToolCall)]
+        text = " ".join(s.text for s in step if isinstance(s, Say)) or None
+        return ModelResponse(
+            text=text, tool_calls=calls, stop_reason="tool_calls" if calls else "stop"
+        )
+    raise UserError(
+        f"Cannot use {step!r} as a script step: use say(text), tool_call(name, **args), "
+        "a list of tool_call(...) for one turn, or a ModelResponse."
+    )
+
+
+def _fresh(call: ToolCall) -> ToolCall:
+    # A script may reuse one ToolCall object; the runner assigns ids, so each reply gets a copy.
+    return ToolCall(call.name, call.arguments, call.id)
+
+
+Latency = float | Callable[[ModelRequest], float]
+
+
+class _RecordingModel:
+    """Shared parts: a name, a latency, and the list of requests received."""
+
+    def __init__(self, latency: Latency, name: str) -> None:
+        if not callable(latency) and (not isinstance(latency, (int, float)) or latency < 0):
+            raise UserError(
+                f"latency must be seconds >= 0 or a callable request -> seconds, got {latency!r}"
+            )
+        self.latency = latency
+        self.name = name
+        self.requests: list[ModelRequest] = []
+
+    async def _wait(self, request: ModelRequest) -> None:
+        seconds = self.latency(request) if callable(self.latency) else self.latency
+        if seconds:
+            await asyncio.sleep(seconds)
+
+
+class ScriptedModel(_RecordingModel):
+    """Replies from a script, one step per request, and records every request.
+
+    ``script`` is a list of steps, or a callable ``request -> step`` for replies that depend
+    on what the model received. ``latency`` (seconds, or a callable ``request -> seconds``)
+    is awaited before replying, to stand in for a network call.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[Step] | Callable[[ModelRequest], Step],
+        latency: Latency = 0.0,
+        *,
+        name: str = "scripted",
+    ) -> None:
+        super().__init__(latency, name)
+        if callable(script):
+            self._fn: Callable[[ModelRequest], Step] | None = script
+            self._steps: list[Step] = []
+        elif isinstance(script, (list, tuple)):
+            self._fn = None
+            self._steps = list(script)
+            for step in self._steps:  # fail at construction, not mid-run
+                to_response(step)
+        else:
+            raise UserError(
+                f"script must be a list of steps or a callable request -> step, got {type(script).__name__}"
+            )
+
+    @property
+    def remaining(self) -> int:
+        """Steps not used yet (0 for a callable script)."""
+        return max(len(self._steps) - len(self.requests), 0) if self._fn is None else 0
+
+    def assert_complete(self) -> None:
+        """Raise AssertionError if some scripted steps were never used."""
+        if self.remaining:
+            raise AssertionError(
+                f"{self.remaining} scripted step(s) of {self.name!r} were never requested"
+            )
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        index = len(self.requests)
+        self.requests.append(request)
+        await self._wait(request)
+        if self._fn is not None:
+            return to_response(self._fn(request))
+        if index >= len(self._steps):
+            who = f"agent {request.agent!r}" if request.agent else "the agent"
+            raise ScriptExhausted(
+                f"ScriptedModel for {who} ran out of script: it was asked for step {index + 1} "
+                f"but holds {len(self._steps)}. Add a step (say(...) or tool_call(...)) or lower max_turns."
+            )
+        return to_response(self._steps[index])
+
+    def __repr__(self) -> str:
+        size = "callable" if self._fn is not None else f"{len(self._steps)} steps"
+        return f"ScriptedModel({size}, received {len(self.requests)} requests)"
+
+
+class FunctionModel(_RecordingModel):
+    """Builds each reply with a Python function ``fn(request) -> step`` (sync or async)."""
+
+    def __init__(
+        self,
+        fn: Callable[[ModelRequest], Step | Awaitable[Step]],
+        latency: Latency = 0.0,
+        *,
+        name: str | None = None,
+    ) -> None:
+        if not callable(fn):
+            raise UserError("FunctionModel needs a function request -> step")
+        super().__init__(latency, name or str(getattr(fn, "__name__", "function")))
+        self.fn = fn
+
+    async def request(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        await self._wait(request)
+        step = self.fn(request)
+        if inspect.isawaitable(step):
+            step = await step
+        return to_response(step)
+
+    def __repr__(self) -> str:
+        return f"FunctionModel({self.name}, received {len(self.requests)} requests)"
+
+
+def usage(input_tokens: int | None = None, output_tokens: int | None = None) -> Usage:
+    """A `Usage` to attach to a scripted `ModelResponse`, to simulate provider-reported tokens."""
+    return Usage(input_tokens, output_tokens, 1)

@@ -1,0 +1,153 @@
+"""Provider-neutral types: what a model is sent and what it answers.
+
+They are plain slotted dataclasses rather than pydantic models because the run loop creates
+several per model call and framework overhead is a measured target. Adapters (OpenAI, Anthropic,
+recordings) convert these to and from a wire format; nothing above the adapters knows a provider.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One call the model asked for. ``arguments`` is the raw JSON text the model generated."""
+
+    name: str
+    arguments: str = "{}"
+    id: str = ""
+    """Empty when the model did not give one; the runner then assigns ``call_<turn>_<index>``."""
+
+    def parsed(self) -> Any:
+        """The arguments decoded from JSON (raises ``json.JSONDecodeError`` on bad JSON)."""
+        return json.loads(self.arguments) if self.arguments else {}
+
+
+@dataclass(slots=True)
+class Message:
+    """One entry of a conversation history, in the shape every chat API shares.
+
+    Messages are treated as immutable once appended to a history: the trace caches each
+    message's size on it, so a long history is measured once, not on every turn.
+    """
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    """For assistant messages: the tool calls of that turn."""
+    tool_call_id: str | None = None
+    """For tool messages: which call this is the result of."""
+    name: str | None = None
+    """For tool messages: the tool's name."""
+    _size: Any = field(default=None, repr=False, compare=False)
+    _tokens: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", text)
+
+    @classmethod
+    def assistant(cls, text: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        return cls("assistant", text, tuple(tool_calls))
+
+    @classmethod
+    def tool(cls, call: ToolCall, content: str) -> Message:
+        return cls("tool", content, tool_call_id=call.id, name=call.name)
+
+
+@dataclass(slots=True)
+class ToolSpec:
+    """What a model is told about one tool: its name, description and JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+
+@dataclass(slots=True)
+class OutputSchema:
+    """A structured-output request: the final answer must be JSON matching ``schema``."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ModelRequest:
+    """Everything one model call is sent."""
+
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    output_schema: OutputSchema | None = None
+    agent: str = ""
+    """The name of the agent making the call: for error messages and recordings, not sent."""
+    max_output_tokens: int | None = None
+
+    @property
+    def last_user_text(self) -> str:
+        """The newest user message's text ('' when there is none): handy in scripts."""
+        for message in reversed(self.messages):
+            if message.role == "user":
+                return message.content or ""
+        return ""
+
+    @property
+    def tool_results(self) -> list[str]:
+        """Every tool result in the history, in order."""
+        return [m.content or "" for m in self.messages if m.role == "tool"]
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens reported by a provider. ``None`` means "not reported", never zero.
+
+    Adding two usages keeps ``None`` only where both sides are ``None``.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    requests: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            _add(self.input_tokens, other.input_tokens),
+            _add(self.output_tokens, other.output_tokens),
+            self.requests + other.requests,
+        )
+
+    @property
+    def total_tokens(self) -> int | None:
+        return _add(self.input_tokens, self.output_tokens)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+StopReason = Literal["stop", "tool_calls", "length", "error"]
+
+
+@dataclass(slots=True)
+class ModelResponse:
+    """A model's answer: text, tool calls or both, with the provider's usage if it reported any."""
+
+    text: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: StopReason = "stop"
+    model: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    """What the adapter did on the way: retries, time waiting for a concurrency slot. Traced."""

@@ -1,0 +1,17 @@
+"""The runtime layer: agents, tools, the run loop, agents as tools, handoffs and patterns."""
+
+from ._loop import run_sync
+from .agent import Agent
+from .agent_tool import AgentTool
+from .context import Limits, RunContext
+from .handoffs import Handoff
+from .prompt import PromptSection, assemble_prompt
+from .result import RunResult
+from .runner import run
+from .tools import Tool, ToolCallContext, tool
+from .transfer import Transfer
+
+__all__ = [
+    "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
+    "ToolCallContext", "Transfer", "assemble_prompt", "run", "run_sync", "tool",
+]  # fmt: skip

@@ -1,0 +1,162 @@
+"""`Agent`: configuration only. Running an agent is the runner's job."""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from pydantic import BaseModel, TypeAdapter
+
+from ..errors import UserError
+from ..models.base import ModelClient
+from ..models.types import OutputSchema
+from .tools import Tool, _clean_schema, function_tool
+
+if TYPE_CHECKING:
+    from .agent_tool import AgentTool
+
+
+@dataclass(eq=False)
+class Agent:
+    """A named model with instructions, tools and, optionally, a structured output type."""
+
+    name: str
+    """Shown in traces and paths; also the default tool name when the agent becomes a tool."""
+    instructions: Any = ""
+    """The system prompt: a string, a list of `PromptSection`, or a callable ``context -> str``."""
+    model: ModelClient | str | None = None
+    """A model client, or a spec string such as ``"openai:gpt-4o-mini"``."""
+    tools: Sequence[Any] = field(default_factory=list)
+    """Functions (made tools), `Tool` objects, and agents (made tools with ``as_tool()``)."""
+    output_type: Any = None
+    """A pydantic model (or a union of them): the final answer is validated against it."""
+    max_turns: int = 10
+    """Model calls this agent may make in one run before it is stopped."""
+    handoffs: Sequence[Any] = field(default_factory=list)
+    """Agents (or `Handoff` objects) this agent may transfer the conversation to."""
+    description: str = ""
+    """What the agent does, in a sentence: the default description when it becomes a tool."""
+    output_retries: int = 1
+    """How many times a final answer that fails ``output_type`` is re-asked before the run fails."""
+    route: Any = None
+    """A `HandoffRoute`: routes this agent's structured output to another agent in code."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise UserError("An Agent needs a non-empty name: Agent(name='reviewer', ...)")
+        if not isinstance(self.max_turns, int) or self.max_turns < 1:
+            raise UserError(f"max_turns must be a positive integer, got {self.max_turns!r}")
+        self.tools = list(self.tools)
+        self.handoffs = list(self.handoffs)
+        if self.output_type is not None:
+            check_output_type(self.output_type)
+        self.tool_map()  # fail now on duplicate or unusable tools
+
+    # -- derived configuration, computed when needed (tools may be assigned after construction)
+
+    def tool_map(self) -> dict[str, Tool]:
+        """The tools by name, functions and agents converted; duplicate names are an error."""
+        cache_key = (tuple(id(t) for t in self.tools), tuple(id(h) for h in self.handoffs))
+        cached = self.__dict__.get("_tool_cache")
+        if cached is not None and cached[0] == cache_key:
+            return cached[1]
+        tools: dict[str, Tool] = {}
+        for item in [*self.tools, *(_handoff_tool(h) for h in self.handoffs)]:
+            made = item.as_tool() if isinstance(item, Agent) else function_tool(item)
+            if made.name in tools:
+                raise UserError(
+                    f"Agent {self.name!r} has two tools named {made.name!r}: rename one "
+                    "(tool(fn, name=...) or agent.as_tool(name=...))."
+                )
+            tools[made.name] = made
+        self.__dict__["_tool_cache"] = (cache_key, tools)
+        return tools
+
+    def system_prompt(self, context: Any = None) -> str:
+        instructions = self.instructions
+        if callable(instructions):
+            return str(instructions(context))
+        if isinstance(instructions, (list, tuple)):
+            from .prompt import assemble_prompt
+
+            return assemble_prompt(instructions)
+        return str(instructions or "")
+
+    def output_adapter(self) -> tuple[TypeAdapter[Any], OutputSchema] | None:
+        if self.output_type is None:
+            return None
+        cached = self.__dict__.get("_output_cache")
+        if cached is not None and cached[0] is self.output_type:
+            return cached[1]
+        adapter: TypeAdapter[Any] = TypeAdapter(self.output_type)
+        name = getattr(self.output_type, "__name__", None) or "output"
+        schema = OutputSchema(_snake(name), _clean_schema(adapter.json_schema()))
+        self.__dict__["_output_cache"] = (self.output_type, (adapter, schema))
+        return adapter, schema
+
+    def as_tool(
+        self, name: str | None = None, description: str | None = None, **governance: Any
+    ) -> AgentTool:
+        """This agent as a tool another agent can call; see `AgentTool` for the governance options."""
+        from .agent_tool import AgentTool
+
+        return AgentTool.build(self, name=name, description=description, **governance)
+
+    def clone(self, **changes: Any) -> Agent:
+        """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
+
+    def graph(self) -> dict[str, Any]:
+        """The topology reachable from this agent, as nested dicts; cycles are marked, not followed."""
+        from .graph import agent_graph
+
+        return agent_graph(self)
+
+    def __repr__(self) -> str:
+        model = (
+            self.model
+            if isinstance(self.model, str)
+            else getattr(self.model, "name", type(self.model).__name__)
+        )
+        parts = [f"name={self.name!r}", f"model={model!r}"]
+        if self.tools:
+            parts.append(f"tools={[t.name for t in self.tool_map().values()]}")
+        if self.output_type is not None:
+            parts.append(f"output_type={getattr(self.output_type, '__name__', self.output_type)}")
+        return f"Agent({', '.join(parts)})"
+
+
+def _handoff_tool(item: Any) -> Tool:
+    from .handoffs import Handoff
+
+    handoff = item if isinstance(item, Handoff) else Handoff(item)
+    return handoff.tool()
+
+
+def check_output_type(output_type: Any) -> None:
+    """An output type must be a pydantic model or a union of them."""
+    members = typing.get_args(output_type) if _is_union(output_type) else (output_type,)
+    for member in members:
+        if not (isinstance(member, type) and issubclass(member, BaseModel)):
+            raise UserError(
+                f"output_type must be a pydantic model (a BaseModel subclass) or a union of them, "
+                f"got {member!r}. Define `class Answer(BaseModel): ...` and pass output_type=Answer."
+            )
+
+
+def _is_union(tp: Any) -> bool:
+    origin = typing.get_origin(tp)
+    return origin is Union or origin is types.UnionType
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+AgentFactory = Callable[..., Agent]

@@ -1,0 +1,282 @@
+"""An agent exposed as a tool, with governance at the boundary.
+
+The caller keeps control: the sub-agent runs in a fresh history (it sees only its own
+instructions and what the call hands it), and the caller always gets text back — the answer,
+or a plain statement of what went wrong ("did not answer within 0.3 s"), never a blank.
+Before each call the guards run in order: depth, recursion (the agent already on the path),
+then the run's model-call budget (the only one that ends the run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from ..errors import AgentRunError, BudgetExceeded, MaxTurnsExceeded, ReplayMismatch, UserError
+from ..models.types import Message
+from .context import RunContext, TokenBudget
+from .result import RunResult
+from .state import AgentRun
+from .tools import Tool, ToolCallContext, _brief, _clean_schema, to_text, truncate
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+
+class SubAgentInput(BaseModel):
+    input: str = Field(description="The task.")
+    artifacts: list[str] = Field(
+        default_factory=list, description="Document handles to attach; never paste documents."
+    )
+
+
+# Written out by hand, not generated: this spec is resent on every turn of the caller, so
+# every character counts (see the cost tables in the README).
+_DEFAULT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "input": {"type": "string", "description": "The task."},
+        "artifacts": {"type": "array", "items": {"type": "string"},
+                      "description": "Document handles to attach; never paste documents."},
+    },
+    "required": ["input"],
+}  # fmt: skip
+
+
+@dataclass(eq=False)
+class AgentTool(Tool):
+    """`Agent.as_tool()`'s result. Governance options (all optional):
+
+    - ``max_turns``: the sub-agent's turn limit for this tool (default: the agent's own);
+    - ``timeout``: seconds before the caller is told the sub-agent did not answer;
+    - ``max_tokens``: a token budget for the sub-agent and its own sub-agents;
+    - ``max_result_chars``: the longest answer handed back (longer ones are cut, with a note);
+    - ``input_schema`` + ``input_builder(parsed, context) -> str``: structured input;
+    - ``extractor(result) -> str``: what goes back to the caller;
+    - ``needs_approval``: ``True`` or ``callable(call) -> bool``; see `agentnb.Approval`.
+    """
+
+    agent: Agent | None = None
+    max_turns: int | None = None
+    timeout: float | None = None
+    max_tokens: int | None = None
+    input_schema: type[BaseModel] | None = None
+    input_builder: Callable[[Any, RunContext], str] | None = None
+    extractor: Callable[[RunResult], str] | None = None
+    needs_approval: Any = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        agent: Agent,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        max_tokens: int | None = None,
+        max_result_chars: int | None = None,
+        input_schema: type[BaseModel] | None = None,
+        input_builder: Callable[[Any, RunContext], str] | None = None,
+        extractor: Callable[[RunResult], str] | None = None,
+        needs_approval: Any = False,
+    ) -> AgentTool:
+        tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
+            raise UserError(
+                f"Tool name {tool_name!r} is not usable: letters, digits, _ or -, at most 64."
+            )
+        for label, value in (("max_turns", max_turns), ("timeout", timeout), ("max_tokens", max_tokens),
+                             ("max_result_chars", max_result_chars)):  # fmt: skip
+            if value is not None and value <= 0:
+                raise UserError(f"as_tool({label}=...) must be positive, got {value!r}")
+        if input_schema is not None and not (
+            isinstance(input_schema, type) and issubclass(input_schema, BaseModel)
+        ):
+            raise UserError("input_schema must be a pydantic model class")
+        if input_builder is not None and input_schema is None:
+            raise UserError(
+                "input_builder needs input_schema: the builder receives the parsed schema object"
+            )
+        if (
+            needs_approval is not False
+            and needs_approval is not True
+            and not callable(needs_approval)
+        ):
+            raise UserError("needs_approval must be True, False or a callable(call) -> bool")
+        parameters = (
+            _clean_schema(input_schema.model_json_schema()) if input_schema else _DEFAULT_SCHEMA
+        )
+        text = description or agent.description or f"Ask the {agent.name} agent."
+        return cls(
+            tool_name, text, parameters, _unused, input_schema or SubAgentInput, max_result_chars, None,
+            agent=agent, max_turns=max_turns, timeout=timeout, max_tokens=max_tokens,
+            input_schema=input_schema, input_builder=input_builder, extractor=extractor,
+            needs_approval=needs_approval,
+        )  # fmt: skip
+
+    async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
+        agent = self.agent
+        assert agent is not None
+        ctx: RunContext = tcx.run
+        caller: AgentRun = tcx.caller
+        trace = ctx.trace
+        try:
+            raw = json.loads(arguments) if arguments.strip() else {}
+            parsed = (self.args_model or SubAgentInput).model_validate(raw)
+        except json.JSONDecodeError as exc:
+            tcx.status = "error"
+            return f"Tool error: the arguments for {self.name} are not valid JSON ({exc.msg})."
+        except ValidationError as exc:
+            tcx.status = "error"
+            return f"Tool error: invalid arguments for {self.name}: {_brief(exc)}. Fix them and call again."
+
+        path = f"{caller.path}/{self.name}"
+        refusal = self._guard(ctx, caller, path)
+        if refusal is not None:
+            tcx.status = "refused"
+            trace.log(
+                "guard",
+                depth=caller.depth,
+                path=caller.path,
+                agent=agent.name,
+                tool=self.name,
+                reason=refusal,
+            )
+            return refusal
+        try:
+            text = self._input_text(parsed, ctx)
+        except LookupError as exc:
+            tcx.status = "error"
+            return str(exc.args[0])
+
+        if self.needs_approval:
+            from .approval import check_approval
+
+            verdict = await check_approval(self, parsed, text, tcx)
+            if verdict is not None:
+                tcx.status = "refused"
+                return verdict
+
+        depth = caller.depth + 1
+        span = trace.start(
+            "agent", agent.name, tcx.span, agent=agent.name, path=path, depth=depth, tool=self.name
+        )
+        budgets = caller.budgets
+        if self.max_tokens is not None:
+            budgets = (
+                *budgets,
+                TokenBudget(self.max_tokens, f"{self.name} (as_tool max_tokens)", fatal=False),
+            )
+        state = AgentRun(
+            agent, [Message.user(text)], depth, path, (*caller.lineage, agent), span, budgets
+        )
+        ctx.active.append(state)
+        trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
+        status, error = "ok", None
+        from .runner import agent_loop
+
+        try:
+            loop = agent_loop(state, ctx, self.max_turns or agent.max_turns)
+            if self.timeout is None:
+                await loop
+            else:
+                await asyncio.wait_for(loop, self.timeout)
+        except asyncio.TimeoutError:
+            status, error = (
+                "timeout",
+                f"ERROR: {self.name} did not answer within {self.timeout:g} s.",
+            )
+        except BudgetExceeded as exc:
+            if exc.fatal:
+                status = "error"
+                raise
+            status, error = "error", f"ERROR: {self.name} stopped: {exc}"
+        except MaxTurnsExceeded:
+            status, error = (
+                "error",
+                f"ERROR: {self.name} stopped after {state.turns} turns without a final answer.",
+            )
+        except ReplayMismatch:
+            status = "error"
+            raise
+        except AgentRunError as exc:
+            status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
+        except asyncio.CancelledError:
+            status = "cancelled"
+            raise
+        finally:
+            ctx.active.remove(state)
+            trace.close_open_under(span, "cancelled" if status == "ok" else status)
+            trace.end(span, status, turns=state.turns)
+            trace.log(
+                "sub_agent_end",
+                depth=depth,
+                path=path,
+                agent=agent.name,
+                turns=state.turns,
+                status=status,
+            )
+        if error is not None:
+            tcx.status = status
+            if state.last_text:
+                error += f" Partial result: {truncate(state.last_text, 500)}"
+            return error
+        result = RunResult(
+            state.output,
+            True,
+            None,
+            state.usage,
+            state.agent,
+            trace,
+            state.messages,
+            ctx,
+            path=path,
+        )
+        answer = self.extractor(result) if self.extractor is not None else to_text(state.output)
+        return truncate(answer, self.max_result_chars)
+
+    def _guard(self, ctx: RunContext, caller: AgentRun, path: str) -> str | None:
+        limits = ctx.limits
+        if caller.depth >= limits.max_depth:
+            return (f"ERROR: maximum depth reached ({limits.max_depth}) at {caller.path}: {self.name} was not called. "
+                    "Answer with the data you have and say what is missing.")  # fmt: skip
+        if any(a is self.agent for a in caller.lineage):
+            return (f"ERROR: {self.name} is already on the call path {caller.path}. "
+                    "Recursion is not allowed: conclude with the data you have.")  # fmt: skip
+        budget = limits.max_model_calls
+        if budget is not None and ctx.model_calls >= budget:
+            raise BudgetExceeded(
+                f"Model-call budget exhausted before calling {path}: {ctx.model_calls} calls made, "
+                f"Limits(max_model_calls={budget}) allows {budget}."
+            )
+        return None
+
+    def _input_text(self, parsed: Any, ctx: RunContext) -> str:
+        if self.input_builder is not None:
+            return str(self.input_builder(parsed, ctx))
+        if self.input_schema is not None:
+            return parsed.model_dump_json()
+        text = parsed.input
+        for handle in parsed.artifacts:
+            if handle not in ctx.artifacts:
+                known = ", ".join(ctx.artifacts) or "none"
+                raise LookupError(
+                    f"ERROR: unknown document handle {handle!r}. Known handles: {known}."
+                )
+            text += f"\n\n## Document: {handle}\n{ctx.artifacts[handle]}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"AgentTool({self.name!r} -> {self.agent.name if self.agent else None!r})"
+
+
+async def _unused(**_: Any) -> Any:  # an AgentTool overrides invoke(); its fn is never called
+    raise NotImplementedError

@@ -1,0 +1,101 @@
+"""Limits and the run context shared by every agent of one hierarchy."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from ..models.types import Usage
+from ..trace.spans import Trace
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .state import AgentRun
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits for a whole run, sub-agents included. Exceeding one ends the run with ``ok=False``
+    (except the depth limit, which the calling agent is told about in text and can recover from)."""
+
+    max_depth: int = 2
+    """How deep sub-agents may nest: the root agent is depth 0, its sub-agents depth 1."""
+    max_model_calls: int | None = None
+    """Model calls allowed across the hierarchy; exhausting it raises `BudgetExceeded`."""
+    max_tokens: int | None = None
+    """Tokens (input + output) allowed across the hierarchy, counted the best way available."""
+    timeout: float | None = None
+    """Wall-clock seconds for the whole run."""
+
+    def __post_init__(self) -> None:
+        if self.max_depth < 0:
+            raise UserError("Limits.max_depth must be >= 0")
+        for name in ("max_model_calls", "max_tokens", "timeout"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UserError(f"Limits.{name} must be positive or None, got {value!r}")
+
+
+@dataclass
+class TokenBudget:
+    """A token allowance for one scope: the run (fatal) or one sub-agent call (not fatal)."""
+
+    limit: int
+    label: str
+    fatal: bool
+    used: int = 0
+    method: str = "unavailable"
+
+
+@dataclass
+class RunContext:
+    """State shared by every agent in one run: ids, limits, artifacts, counters, the trace."""
+
+    run_id: str
+    limits: Limits
+    trace: Trace
+    artifacts: dict[str, str] = field(default_factory=dict)
+    approver: Any = None
+    deps: Any = None
+    """Whatever the caller passed as ``run(..., deps=...)``; tools reach it through their context."""
+    model_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    tokens_used: int = 0
+    tokens_method: str = "unavailable"
+    active: list[AgentRun] = field(default_factory=list)
+    """Agents running now (several when sub-agents run in parallel)."""
+    root: AgentRun | None = None
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        limits: Limits | None = None,
+        artifacts: dict[str, str] | None = None,
+        run_id: str | None = None,
+        approver: Any = None,
+        deps: Any = None,
+    ) -> RunContext:
+        run_id = run_id or uuid.uuid4().hex[:12]
+        if artifacts is not None:
+            if not isinstance(artifacts, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in artifacts.items()
+            ):
+                raise UserError(
+                    "artifacts must be a dict of handle -> text, e.g. {'clause': CLAUSE}"
+                )
+            if "input" in artifacts:
+                raise UserError(
+                    "The artifact handle 'input' is reserved for the run's input; choose another."
+                )
+        return cls(run_id, limits or Limits(), Trace(run_id), dict(artifacts or {}), approver, deps)
+
+    @property
+    def depth(self) -> int:
+        """The depth of the deepest agent running now (0 when only the root runs, or none)."""
+        return max((a.depth for a in self.active), default=0)
+
+    def on_path(self, agent: Agent, caller: AgentRun) -> bool:
+        return any(a is agent for a in caller.lineage)

@@ -1,0 +1,104 @@
+"""`RunResult`: what a run returns, complete or not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..models.types import Message, Usage
+from ..trace.spans import Span, Trace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .agent import Agent
+    from .context import RunContext
+
+
+@dataclass(eq=False)
+class RunResult:
+    """The outcome of one run and its whole trace.
+
+    A failed or interrupted run has ``ok=False``, the exception in ``error``, ``output=None``,
+    the last text the agent produced in ``partial``, and every call made so far in ``calls``.
+    """
+
+    output: Any
+    """The final answer: text, or the validated pydantic object when the agent has an output_type."""
+    ok: bool
+    error: BaseException | None
+    usage: Usage
+    """Provider-reported tokens summed over every call at every depth (None: not reported)."""
+    last_agent: Agent | None
+    """The agent that answered (differs from the one started when control was handed off)."""
+    trace: Trace = field(repr=False)
+    messages: list[Message] = field(default_factory=list, repr=False)
+    """The root agent's history, ending with its answer."""
+    context: RunContext | None = field(default=None, repr=False)
+    partial: str | None = None
+    """For a failed run: the last text the agent produced before it stopped."""
+    path: str | None = field(default=None, repr=False)
+    """For a sub-agent's result: its path; ``calls`` then covers only that subtree."""
+
+    @property
+    def run_id(self) -> str:
+        return self.trace.run_id
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        """One row per model call, at every depth (columns: `agentnb.trace.CALL_COLUMNS`)."""
+        frame = self.__dict__.get("_calls")
+        if frame is None or len(frame) != len(self.trace.call_rows):
+            frame = self.trace.calls_frame()
+            self.__dict__["_calls"] = frame
+        if self.path is not None:
+            prefix = self.path
+            return frame[
+                (frame["path"] == prefix) | frame["path"].str.startswith(prefix + "/")
+            ].reset_index(drop=True)
+        return frame
+
+    @property
+    def spans(self) -> list[Span]:
+        """Every span of the run (run, agent, model_call, tool_call), in start order."""
+        return list(self.trace.spans)
+
+    def span_tree(self) -> list[dict[str, Any]]:
+        """The spans as a nested tree of dicts."""
+        return self.trace.tree()
+
+    def log_lines(self) -> list[str]:
+        """The run's events as JSON lines (run, depth, path, event, ...)."""
+        return self.trace.log_lines()
+
+    @property
+    def chars_in(self) -> int:
+        """Characters sent over the whole run (see `agentnb.trace.sizes` for the rule)."""
+        return sum(r["chars_in"] for r in self.trace.call_rows)
+
+    @property
+    def model_calls(self) -> int:
+        return len(self.trace.call_rows)
+
+    @property
+    def final_text(self) -> str:
+        """The output as text: JSON for structured outputs."""
+        from .tools import to_text
+
+        return to_text(self.output)
+
+    def __repr__(self) -> str:
+        agent = self.last_agent.name if self.last_agent is not None else None
+        if self.ok:
+            shown = self.final_text
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            head = f"output={shown!r}"
+        else:
+            head = f"error={type(self.error).__name__}: {self.error}"
+        return f"RunResult(ok={self.ok}, {head}, last_agent={agent!r}, model_calls={self.model_calls}, chars_in={self.chars_in:,})"
+
+    def _repr_html_(self) -> str:
+        # The HTML lives in the notebook layer; this hook only asks for it (like pandas' formatters).
+        from ..notebook.display import result_html
+
+        return result_html(self)

@@ -1,0 +1,454 @@
+"""The run loop: ask the model, run the tools it asks for, repeat until a final answer.
+
+`run` is the entry point. Once a run has started it does not raise: a limit, a budget, a
+timeout or a model failure ends it with ``ok=False``, the exception in ``.error`` and the
+trace so far kept. Mistakes in how agentnb is called (`UserError`) raise before it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import (
+    AgentRunError,
+    BudgetExceeded,
+    MaxTurnsExceeded,
+    OutputValidationError,
+    RunCancelled,
+    RunTimeout,
+    UserError,
+)
+from ..models.base import ModelClient
+from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from ..trace.sizes import request_sizes, response_chars
+from ..trace.spans import Span
+from ..trace.tokens import request_tokens, response_tokens
+from .agent import Agent
+from .context import Limits, RunContext, TokenBudget
+from .result import RunResult
+from .state import AgentRun
+from .tools import Tool, ToolCallContext
+from .transfer import Transfer
+
+
+async def run(
+    agent: Agent,
+    input: str | list[Message],
+    *,
+    limits: Limits | None = None,
+    artifacts: dict[str, str] | None = None,
+    max_turns: int | None = None,
+    timeout: float | None = None,
+    approver: Any = None,
+    deps: Any = None,
+    run_id: str | None = None,
+) -> RunResult:
+    """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
+
+    ``artifacts`` are documents the agents can hand to sub-agents by handle (the input itself
+    is the handle ``"input"``). ``timeout`` and ``max_turns`` are shortcuts for the run's
+    wall-clock limit and the root agent's turn limit.
+    """
+    ctx = start_context(agent, input, limits=limits, artifacts=artifacts, timeout=timeout,
+                        approver=approver, deps=deps, run_id=run_id)  # fmt: skip
+    return await execute(agent, input, ctx, max_turns=max_turns)
+
+
+def start_context(
+    agent: Agent,
+    input: str | list[Message],
+    *,
+    limits: Limits | None = None,
+    artifacts: dict[str, str] | None = None,
+    timeout: float | None = None,
+    approver: Any = None,
+    deps: Any = None,
+    run_id: str | None = None,
+) -> RunContext:
+    """Check the arguments of a run and build its context (raises `UserError`)."""
+    if not isinstance(agent, Agent):
+        raise UserError(f"run() takes an Agent first, got {type(agent).__name__}")
+    if not isinstance(input, (str, list)):
+        raise UserError(
+            f"The input must be text (or a list of Message), got {type(input).__name__}"
+        )
+    if limits is not None and not isinstance(limits, Limits):
+        raise UserError("limits must be agentnb.Limits(...)")
+    if timeout is not None:
+        from dataclasses import replace
+
+        limits = replace(limits or Limits(), timeout=timeout)
+    resolve_model(agent)
+    ctx = RunContext.create(
+        limits=limits, artifacts=artifacts, run_id=run_id, approver=approver, deps=deps
+    )
+    ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
+    return ctx
+
+
+async def execute(
+    agent: Agent, input: str | list[Message], ctx: RunContext, *, max_turns: int | None = None
+) -> RunResult:
+    """Run the root agent in a prepared context; see `run`."""
+    trace = ctx.trace
+    root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
+    messages = _initial_messages(input, ctx)
+    state = AgentRun(agent, messages, 0, agent.name, (agent,), root_span)
+    if ctx.limits.max_tokens is not None:
+        state.budgets = (TokenBudget(ctx.limits.max_tokens, "the run", fatal=True),)
+    ctx.root = state
+    ctx.active.append(state)
+    trace.log("run_start", depth=0, path=agent.name, agent=agent.name)
+    output: Any = None
+    error: BaseException | None = None
+    try:
+        coro = agent_loop(state, ctx, max_turns or agent.max_turns)
+        timeout = ctx.limits.timeout
+        if timeout is None:
+            output = await coro
+        else:
+            try:
+                output = await asyncio.wait_for(coro, timeout)
+            except asyncio.TimeoutError:
+                raise RunTimeout(
+                    f"The run did not finish within its timeout of {timeout:g} s."
+                ) from None
+    except asyncio.CancelledError:
+        _finish(ctx, state, "cancelled")
+        raise
+    except AgentRunError as exc:
+        error = exc
+    except Exception as exc:  # a bug in a model client or a hook: keep the trace, report it
+        error = exc
+    status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
+    _finish(ctx, state, status, error)
+    return build_result(ctx, output, error)
+
+
+def _finish(
+    ctx: RunContext, state: AgentRun, status: str, error: BaseException | None = None
+) -> None:
+    if state in ctx.active:
+        ctx.active.remove(state)
+    ctx.trace.close_open("cancelled" if status == "ok" else status)
+    ctx.trace.end(ctx.trace.spans[0], status) if ctx.trace.spans and ctx.trace.spans[
+        0
+    ].ended is None else None
+    extra = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
+    ctx.trace.log("run_end", depth=0, path=state.path, agent=state.agent.name, status=status,
+                  model_calls=ctx.model_calls, **extra)  # fmt: skip
+
+
+def build_result(ctx: RunContext, output: Any, error: BaseException | None) -> RunResult:
+    """The result of a run from its context: also used for runs cut short by an interrupt."""
+    state = ctx.root
+    assert state is not None
+    if isinstance(error, asyncio.CancelledError):
+        error = RunCancelled("The run was interrupted; the result holds what was done before.")
+    return RunResult(
+        output=output if error is None else None,
+        ok=error is None,
+        error=error,
+        usage=ctx.usage,
+        last_agent=state.agent,
+        trace=ctx.trace,
+        messages=state.messages,
+        context=ctx,
+        partial=state.last_text if error is not None else None,
+    )
+
+
+def _input_text(input: str | list[Message]) -> str:
+    if isinstance(input, str):
+        return input
+    return "\n\n".join(m.content or "" for m in input if m.role == "user")
+
+
+def _initial_messages(input: str | list[Message], ctx: RunContext) -> list[Message]:
+    if isinstance(input, list):
+        return list(input)
+    extra = [h for h in ctx.artifacts if h != "input"]
+    if not extra:
+        return [Message.user(input)]
+    listed = ", ".join(f"{h} ({len(ctx.artifacts[h]):,} characters)" for h in extra)
+    return [
+        Message.user(f"{input}\n\n[Attached documents, pass them to tools by handle: {listed}]")
+    ]
+
+
+def resolve_model(agent: Agent) -> ModelClient:
+    model = agent.model
+    if isinstance(model, str):
+        from ..models.registry import model_from_spec
+
+        model = model_from_spec(model)
+        agent.model = model
+    if model is None or not hasattr(model, "request"):
+        raise UserError(
+            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
+            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
+        )
+    return model
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
+
+
+async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+    """Run ``state.agent`` until it answers; follow handoffs. Returns the final output."""
+    while True:
+        outcome = await _turns(state, ctx, max_turns)
+        if not isinstance(outcome, Transfer):
+            state.output = outcome
+            return outcome
+        source = state.agent
+        ctx.trace.end(state.span, "ok", handed_to=outcome.target.name)
+        state.handoffs.append(outcome.target.name)
+        state.agent = outcome.target
+        state.messages[:] = outcome.messages
+        state.lineage = (*state.lineage[:-1], outcome.target)
+        parent = next((s for s in ctx.trace.spans if s.span_id == state.span.parent_id), None)
+        state.span = ctx.trace.start("agent", outcome.target.name, parent, agent=outcome.target.name,
+                                     path=state.path, depth=state.depth, routing=outcome.routing)  # fmt: skip
+        ctx.trace.log("handoff", depth=state.depth, path=state.path, agent=outcome.target.name,
+                      source=source.name, routing=outcome.routing)  # fmt: skip
+        max_turns = outcome.target.max_turns
+
+
+async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+    agent = state.agent
+    model = resolve_model(agent)
+    tools = agent.tool_map()
+    specs = [t.spec for t in tools.values()]
+    structured = agent.output_adapter()
+    schema = structured[1] if structured else None
+    system = agent.system_prompt(ctx)
+    reasks = 0
+    if state.span.kind != "agent":  # the root: open its agent span under the run span
+        state.span = ctx.trace.start(
+            "agent", agent.name, state.span, agent=agent.name, path=state.path, depth=0
+        )
+    for turn in range(1, max_turns + 1):
+        state.turns = turn
+        request = ModelRequest(system, list(state.messages), specs, schema, agent.name)
+        response = await call_model(model, request, state, ctx, turn)
+        if response.tool_calls:
+            calls = [
+                c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
+                for i, c in enumerate(response.tool_calls)
+            ]
+            state.messages.append(Message.assistant(response.text, tuple(calls)))
+            transfer = await _run_tools(calls, tools, state, ctx, turn)
+            if transfer is not None:
+                return transfer
+            continue
+        text = response.text or ""
+        state.last_text = text
+        state.messages.append(Message.assistant(text))
+        if structured is None:
+            output: Any = text
+        else:
+            try:
+                output = structured[0].validate_json(_strip_fence(text))
+            except ValidationError as exc:
+                if reasks >= agent.output_retries:
+                    raise OutputValidationError(
+                        f"{agent.name}'s answer did not match {schema.name if schema else 'the output type'} "
+                        f"after {reasks + 1} attempt(s): {_errors(exc)}"
+                    ) from None
+                reasks += 1
+                state.messages.append(Message.user(
+                    f"Your answer could not be read as {schema.name if schema else 'the output'}: {_errors(exc)}. "
+                    "Reply again with only a JSON object that matches the schema."
+                ))  # fmt: skip
+                continue
+        if agent.route is not None:
+            routed = agent.route.apply(output, state)
+            if isinstance(routed, Transfer):
+                return routed
+            output = routed
+        ctx.trace.end(state.span, "ok", turns=turn) if state.depth == 0 else None
+        return output
+    raise MaxTurnsExceeded(
+        f"{agent.name} used all {max_turns} turns without a final answer (max_turns={max_turns}). "
+        "Raise max_turns or check why it keeps calling tools."
+    )
+
+
+def _strip_fence(text: str) -> str:
+    text = text.strip()
+    match = _FENCE.match(text)
+    return match.group(1) if match else text
+
+
+def _errors(exc: ValidationError) -> str:
+    parts = [
+        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:4]
+    ]
+    return "; ".join(parts)
+
+
+async def call_model(
+    model: ModelClient, request: ModelRequest, state: AgentRun, ctx: RunContext, turn: int
+) -> ModelResponse:
+    """One model call, checked against the call budget and recorded in the trace."""
+    limit = ctx.limits.max_model_calls
+    if limit is not None and ctx.model_calls >= limit:
+        raise BudgetExceeded(
+            f"Model-call budget exhausted at {state.path}: {ctx.model_calls} calls made, "
+            f"Limits(max_model_calls={limit}) allows {limit}."
+        )
+    ctx.model_calls += 1
+    trace = ctx.trace
+    span = trace.start("model_call", getattr(model, "name", type(model).__name__), state.span,
+                       agent=state.agent.name, path=state.path, depth=state.depth, turn=turn)  # fmt: skip
+    try:
+        response = await model.request(request)
+    except asyncio.CancelledError:
+        trace.end(span, "cancelled")
+        _record(ctx, state, request, None, span, turn, "cancelled")
+        raise
+    except BaseException:
+        trace.end(span, "error")
+        _record(ctx, state, request, None, span, turn, "error")
+        raise
+    trace.end(span, "ok")
+    _record(ctx, state, request, response, span, turn, "ok")
+    return response
+
+
+def _record(
+    ctx: RunContext, state: AgentRun, request: ModelRequest, response: ModelResponse | None,
+    span: Span, turn: int, status: str,
+) -> None:  # fmt: skip
+    sizes = request_sizes(request)
+    tokens_in, method = request_tokens(request)
+    tokens_out = (
+        response_tokens(response) if (response is not None and tokens_in is not None) else None
+    )
+    provider = response.usage if response is not None else Usage()
+    if tokens_in is None and provider.input_tokens is not None:
+        tokens_in, tokens_out, method = provider.input_tokens, provider.output_tokens, "provider"
+    chars_out = response_chars(response) if response is not None else 0
+    events = response.events if response is not None else []
+    wait = sum(e.get("seconds", 0.0) for e in events if e.get("event") == "queue_wait")
+    retries = sum(1 for e in events if e.get("event") == "retry")
+    latency = (span.ended or 0.0) - span.started
+    row = {
+        "run_id": ctx.run_id, "span_id": span.span_id, "parent_id": span.parent_id,
+        "agent": state.agent.name, "model": span.name, "path": state.path, "depth": state.depth,
+        "turn": turn, "started": span.started, "ended": span.ended, "latency_s": latency - wait,
+        "wait_s": wait, "chars_in": sizes["total"],
+        "chars_in_system": sizes["system"], "chars_in_tools": sizes["tools"], "chars_in_user": sizes["user"],
+        "chars_in_assistant": sizes["assistant"], "chars_in_tool_args": sizes["tool_args"],
+        "chars_in_tool_results": sizes["tool_results"], "chars_in_framing": sizes["framing"],
+        "chars_out": chars_out, "tokens_in": tokens_in, "tokens_out": tokens_out, "tokens_method": method,
+        "provider_tokens_in": provider.input_tokens, "provider_tokens_out": provider.output_tokens,
+        "tool_calls": len(response.tool_calls) if response is not None else 0,
+        "stop_reason": response.stop_reason if response is not None else "error",
+        "retries": retries, "status": status,
+    }  # fmt: skip
+    ctx.trace.call_rows.append(row)
+    span.attrs.update(chars_in=sizes["total"], chars_out=chars_out, tokens_in=tokens_in,
+                      tokens_out=tokens_out, retries=retries)  # fmt: skip
+    if events:
+        span.attrs["events"] = events
+    if response is None:
+        return
+    used = Usage(provider.input_tokens, provider.output_tokens, 1)
+    ctx.usage = ctx.usage + used
+    state.usage = state.usage + used
+    state.chars_in += sizes["total"]
+    if state.budgets:
+        _charge(state, provider, tokens_in, tokens_out, method, sizes["total"], chars_out)
+
+
+def _charge(state: AgentRun, provider: Usage, tokens_in: int | None, tokens_out: int | None,
+            method: str, chars_in: int, chars_out: int) -> None:  # fmt: skip
+    """Count a call against every token budget in force, with the best count available."""
+    if provider.input_tokens is not None:
+        spent, how = (
+            provider.input_tokens + (provider.output_tokens or 0),
+            "provider-reported usage",
+        )
+    elif tokens_in is not None:
+        spent, how = tokens_in + (tokens_out or 0), method
+    else:
+        spent, how = (
+            math.ceil((chars_in + chars_out) / 4),
+            "an estimate of characters/4 (no tokenizer available)",
+        )
+    for budget in state.budgets:
+        budget.used += spent
+        budget.method = how
+        if budget.used > budget.limit:
+            raise BudgetExceeded(
+                f"Token budget of {budget.label} exceeded at {state.path}: {budget.used:,} tokens used, "
+                f"the limit is {budget.limit:,} (counted with {how}).",
+                fatal=budget.fatal,
+            )
+
+
+async def _run_tools(
+    calls: list[ToolCall], tools: dict[str, Tool], state: AgentRun, ctx: RunContext, turn: int
+) -> Transfer | None:
+    if len(calls) == 1:
+        results = [await _run_tool(calls[0], tools, state, ctx, turn)]
+    else:
+        tasks = [asyncio.ensure_future(_run_tool(c, tools, state, ctx, turn)) for c in calls]
+        try:
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
+        if pending:  # one raised a run-ending error: stop the others, then report it
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        results = [t.result() for t in tasks]  # re-raises the first error
+    transfer = None
+    for call, result in zip(calls, results):
+        if isinstance(result, Transfer):
+            transfer = transfer or result
+            result = result.note
+        state.messages.append(Message.tool(call, result))
+    return transfer
+
+
+async def _run_tool(
+    call: ToolCall, tools: dict[str, Tool], state: AgentRun, ctx: RunContext, turn: int
+) -> Any:
+    trace = ctx.trace
+    span = trace.start("tool_call", call.name, state.span, agent=state.agent.name, path=state.path,
+                       depth=state.depth, turn=turn, call_id=call.id, args_chars=len(call.arguments))  # fmt: skip
+    tool = tools.get(call.name)
+    tcx = ToolCallContext(ctx, span, call.id, state)
+    try:
+        if tool is None:
+            known = ", ".join(tools) or "none"
+            result: Any = (
+                f"Tool error: there is no tool named {call.name!r}. Available tools: {known}."
+            )
+            tcx.status = "error"
+        else:
+            result = await tool.invoke(call.arguments, tcx)
+    except asyncio.CancelledError:
+        trace.end(span, "cancelled")
+        raise
+    except BaseException:
+        trace.end(span, "error")
+        raise
+    if isinstance(result, str):
+        if tcx.status == "ok" and result.startswith("Tool error"):
+            tcx.status = "error"
+        trace.end(span, tcx.status, result_chars=len(result))
+    else:
+        trace.end(span, tcx.status)
+    return result

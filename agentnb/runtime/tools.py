@@ -1,0 +1,248 @@
+"""Function tools: a Python function becomes a tool whose JSON schema comes from its signature.
+
+Errors never escape a tool call: a tool that raises, an unknown tool name, arguments that are
+not JSON or do not fit the schema all go back to the model as text, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from ..errors import UserError
+from ..models.types import ToolSpec
+from .transfer import Transfer
+
+DEFAULT_MAX_RESULT_CHARS = 20_000
+
+
+@dataclass(slots=True)
+class ToolCallContext:
+    """What a tool that asks for it (a parameter annotated ``ToolCallContext``) receives."""
+
+    run: Any
+    """The `RunContext` of the run: run id, depth, path, artifacts."""
+    span: Any
+    """The tool call's `Span` in the trace."""
+    call_id: str
+    caller: Any = None
+    """The calling agent's `AgentRun`: its history, depth and path."""
+    status: str = "ok"
+    """A tool may set this (``error``, ``timeout``, ``refused``) for the trace."""
+
+
+@dataclass(eq=False)
+class Tool:
+    """A callable the model can ask for, with its spec and its argument validation."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    fn: Callable[..., Any]
+    args_model: type[BaseModel] | None = None
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    context_param: str | None = None
+    _spec: ToolSpec | None = field(default=None, repr=False)
+
+    @property
+    def spec(self) -> ToolSpec:
+        if self._spec is None:
+            self._spec = ToolSpec(self.name, self.description, self.parameters)
+        return self._spec
+
+    async def invoke(self, arguments: str, ctx: ToolCallContext) -> Any:
+        """Run the tool on the model's raw JSON arguments; every failure becomes text."""
+        try:
+            parsed = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return f"Tool error: the arguments for {self.name} are not valid JSON ({exc.msg}). Send a JSON object."
+        if not isinstance(parsed, dict):
+            return f"Tool error: the arguments for {self.name} must be a JSON object, got {type(parsed).__name__}."
+        kwargs: dict[str, Any]
+        if self.args_model is not None:
+            try:
+                validated = self.args_model.model_validate(parsed)
+            except ValidationError as exc:
+                return f"Tool error: invalid arguments for {self.name}: {_brief(exc)}. Fix them and call again."
+            kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
+        else:
+            kwargs = parsed
+        if self.context_param:
+            kwargs[self.context_param] = ctx
+        return await self.call(kwargs)
+
+    async def call(self, kwargs: dict[str, Any]) -> Any:
+        """Run the function; an exception becomes "Tool error: ..." text."""
+        try:
+            if inspect.iscoroutinefunction(self.fn):
+                value = await self.fn(**kwargs)
+            else:
+                value = await asyncio.to_thread(self.fn, **kwargs)
+                if inspect.isawaitable(value):
+                    value = await value
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the model gets the error and may recover
+            return f"Tool error: {type(exc).__name__}: {exc}"
+        if isinstance(value, Transfer):
+            return value
+        return truncate(to_text(value), self.max_result_chars)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def to_text(value: Any) -> str:
+    """How a tool's return value reaches the model: text as is, models and data as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except TypeError:
+        return str(value)
+
+
+def truncate(text: str, limit: int | None) -> str:
+    """Cut ``text`` to ``limit`` characters, saying so (the note is not counted in the limit)."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[truncated: {len(text) - limit} of {len(text)} characters cut; the limit is {limit}]"
+
+
+def _brief(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+) -> Any:
+    """Make a tool of a sync or async function: ``@tool`` or ``@tool(name=..., ...)``.
+
+    The schema comes from the parameters' annotations and defaults; the description from the
+    docstring's first paragraph, and each parameter's from an ``Args:`` section if there is one.
+    Sync functions run in a worker thread, off the event loop.
+    """
+
+    def build(f: Callable[..., Any]) -> Tool:
+        return function_tool(
+            f, name=name, description=description, max_result_chars=max_result_chars
+        )
+
+    return build(fn) if fn is not None else build
+
+
+def function_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+) -> Tool:
+    if isinstance(fn, Tool):
+        return fn
+    if not callable(fn):
+        raise UserError(f"A tool must be a function, an Agent or a Tool, got {fn!r}")
+    tool_name = name or getattr(fn, "__name__", None)
+    if (
+        not tool_name
+        or tool_name == "<lambda>"
+        or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name)
+    ):
+        raise UserError(
+            f"Tool name {tool_name!r} is not usable: give the function a name of letters, digits, _ or - "
+            "(at most 64), or pass tool(fn, name='...')."
+        )
+    doc = inspect.getdoc(fn) or ""
+    summary, arg_docs = _parse_doc(doc)
+    text = description or summary
+    if not text:
+        raise UserError(
+            f"Tool {tool_name!r} has no description: the model needs one to know when to call it. "
+            "Add a docstring or pass tool(fn, description='...')."
+        )
+    args_model, context_param = _args_model(fn, tool_name, arg_docs)
+    schema = _clean_schema(args_model.model_json_schema())
+    return Tool(tool_name, text, schema, fn, args_model, max_result_chars, context_param)
+
+
+def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
+    paragraphs = doc.split("\n\n")
+    summary = (
+        " ".join(paragraphs[0].split())
+        if paragraphs and not paragraphs[0].lower().startswith("args:")
+        else ""
+    )
+    args: dict[str, str] = {}
+    match = re.search(r"^(?:Args|Arguments|Parameters):\s*\n((?:[ \t]+.*\n?)+)", doc, re.M)
+    if match:
+        for line in match.group(1).splitlines():
+            m = re.match(r"\s+(\w+)(?:\s*\([^)]*\))?\s*:\s*(.+)", line)
+            if m:
+                args[m.group(1)] = m.group(2).strip()
+    return summary, args
+
+
+def _args_model(
+    fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]
+) -> tuple[type[BaseModel], str | None]:
+    from pydantic import Field
+
+    try:
+        hints = get_type_hints(fn)
+    except Exception:
+        hints = {}
+    fields: dict[str, Any] = {}
+    context_param = None
+    for pname, param in inspect.signature(fn).parameters.items():
+        annotation = hints.get(pname, param.annotation)
+        if annotation is ToolCallContext:
+            context_param = pname
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise UserError(
+                f"Tool {tool_name!r}: *args and **kwargs cannot be described to a model; name each parameter."
+            )
+        if annotation is inspect.Parameter.empty:
+            annotation = Any
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+    model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
+    return model, context_param
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's titles: they repeat the names and are resent on every turn."""
+
+    def clean(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: clean(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
+        if isinstance(node, list):
+            return [clean(v) for v in node]
+        return node
+
+    out = clean(schema)
+    out.pop("additionalProperties", None)
+    out.pop("description", None)  # a model's docstring: the tool's description says it already
+    return out
+
+
+AsyncFn = Callable[..., Awaitable[Any]]

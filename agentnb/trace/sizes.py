@@ -1,0 +1,162 @@
+"""What "characters sent" means: the one rule, used everywhere in agentnb.
+
+A model call's size is the length of the canonical JSON of the request as the model client
+received it::
+
+    {"system":"...","messages":[m1,m2,...],"tools":[t1,t2,...]}
+
+followed by ``,"output_schema":{...}`` before the closing brace when the agent asks for
+structured output. The JSON is compact (no spaces after ``,`` or ``:``), keeps non-ASCII
+characters as they are (``ensure_ascii=False``) and keeps dict keys in insertion order. A message is::
+
+    {"role":"user","content":"..."}
+    {"role":"assistant","content":"..."|null,"tool_calls":[{"id":"...","name":"...","arguments":"..."}]}
+    {"role":"tool","tool_call_id":"...","content":"..."}
+
+(``tool_calls`` only when there are some). Tool arguments are a JSON *string*, as in the OpenAI
+wire format, so their quotes are escaped and counted.
+
+The characters are split by component. A text field counts its escaped content (the characters
+between its quotes); the quotes, keys, commas and brackets around it are ``framing``:
+
+=================  ===============================================================
+``system``         the system prompt (the agent's instructions)
+``tools``          each tool spec's whole JSON object, and the output schema's
+``user``           user messages (the input, and what a sub-agent is handed)
+``assistant``      the text of earlier assistant turns
+``tool_args``      the arguments of earlier tool calls (what the model generated)
+``tool_results``   tool results read back (sub-agents' answers included)
+``framing``        everything else: punctuation, keys, ids and names of calls
+=================  ===============================================================
+
+The components add up exactly to the total. Each message's share is computed once and cached
+on the message, so measuring a long history costs one pass over the new messages only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from ..models.types import Message, ModelRequest, ModelResponse, OutputSchema, ToolSpec
+
+COMPONENTS = ("system", "tools", "user", "assistant", "tool_args", "tool_results", "framing")
+
+
+def dumps(value: object) -> str:
+    """The canonical JSON encoding used for every size in agentnb."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _text(value: str | None) -> int:
+    """Escaped length of a string's content, without its two quotes (0 for None)."""
+    if value is None:
+        return 0
+    return len(dumps(value)) - 2
+
+
+class MessageSize(NamedTuple):
+    total: int
+    component: str
+    content: int
+    tool_args: int
+
+
+def message_size(message: Message) -> MessageSize:
+    """The size of one message in the canonical JSON, cached on the message."""
+    cached = message._size
+    if cached is not None:
+        return cached
+    payload = message_payload(message)
+    total = len(dumps(payload))
+    args = sum(_text(call.arguments) for call in message.tool_calls)
+    component = {"user": "user", "assistant": "assistant", "tool": "tool_results"}[message.role]
+    size = MessageSize(total, component, _text(message.content), args)
+    message._size = size
+    return size
+
+
+def message_payload(message: Message) -> dict[str, object]:
+    """A message as the canonical JSON object (the rule in this module's docstring)."""
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "content": message.content,
+        }
+    payload: dict[str, object] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        payload["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    return payload
+
+
+def request_payload(request: ModelRequest) -> dict[str, object]:
+    """The whole request as the canonical JSON object."""
+    payload: dict[str, object] = {
+        "system": request.system,
+        "messages": [message_payload(m) for m in request.messages],
+        "tools": [t.as_dict() for t in request.tools],
+    }
+    if request.output_schema is not None:
+        payload["output_schema"] = {
+            "name": request.output_schema.name,
+            "schema": request.output_schema.schema,
+        }
+    return payload
+
+
+def canonical_request(request: ModelRequest) -> str:
+    """The canonical JSON text of a request: its length is "characters sent"."""
+    return dumps(request_payload(request))
+
+
+_spec_cache: dict[int, tuple[object, int]] = {}
+
+
+def _specs_size(tools: list[ToolSpec], schema: OutputSchema | None) -> int:
+    # Tool specs are rebuilt rarely (once per agent per run), so cache by identity,
+    # holding the object so that its id cannot be reused while cached.
+    size = 0
+    for spec in tools:
+        hit = _spec_cache.get(id(spec))
+        if hit is None or hit[0] is not spec:
+            hit = (spec, len(dumps(spec.as_dict())))
+            if len(_spec_cache) > 50_000:
+                _spec_cache.clear()
+            _spec_cache[id(spec)] = hit
+        size += hit[1]
+    if schema is not None:
+        size += len(dumps({"name": schema.name, "schema": schema.schema}))
+    return size
+
+
+def request_sizes(request: ModelRequest) -> dict[str, int]:
+    """Characters sent by component; ``sum(values) == len(canonical_request(request))``.
+
+    Returns the components plus ``total``.
+    """
+    counts = dict.fromkeys(COMPONENTS, 0)
+    counts["system"] = _text(request.system)
+    counts["tools"] = _specs_size(request.tools, request.output_schema)
+    total = len(dumps(request.system)) + counts["tools"]
+    # {"system":  ,"messages":[  ],"tools":[  ]}
+    total += 10 + 13 + 11 + 2
+    n = len(request.messages)
+    total += max(n - 1, 0) + max(len(request.tools) - 1, 0)
+    if request.output_schema is not None:
+        total += len(',"output_schema":')
+    for message in request.messages:
+        size = message_size(message)
+        total += size.total
+        counts[size.component] += size.content
+        counts["tool_args"] += size.tool_args
+    counts["framing"] = total - sum(counts.values())
+    counts["total"] = total
+    return counts
+
+
+def response_chars(response: ModelResponse) -> int:
+    """Characters generated: the answer's text plus the arguments of its tool calls."""
+    return len(response.text or "") + sum(len(c.arguments) for c in response.tool_calls)

@@ -1,0 +1,176 @@
+"""The trace of one run: a tree of spans, one row per model call, and JSON log events.
+
+One `Trace` is shared by a whole hierarchy (the root agent, its sub-agents and theirs), so
+everything has one run id and the top result rolls up every call at every depth. Times are
+seconds since the run started (``perf_counter``), which keeps timelines comparable across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+SpanKind = Literal["run", "agent", "model_call", "tool_call"]
+
+CALL_COLUMNS = (
+    "run_id", "span_id", "parent_id", "agent", "model", "path", "depth", "turn",
+    "started", "ended", "latency_s", "wait_s",
+    "chars_in", "chars_in_system", "chars_in_tools", "chars_in_user", "chars_in_assistant",
+    "chars_in_tool_args", "chars_in_tool_results", "chars_in_framing",
+    "chars_out", "tokens_in", "tokens_out", "tokens_method",
+    "provider_tokens_in", "provider_tokens_out", "tool_calls", "stop_reason", "retries", "status",
+)  # fmt: skip
+"""The columns of ``RunResult.calls``, in order: the trace schema's single definition."""
+
+
+@dataclass(slots=True)
+class Span:
+    """One node of the run tree: the run, an agent's run, a model call or a tool call."""
+
+    span_id: str
+    parent_id: str | None
+    kind: SpanKind
+    name: str
+    agent: str
+    path: str
+    depth: int
+    started: float
+    ended: float | None = None
+    status: str = "running"
+    """``running`` until it ends; then ``ok``, ``error``, ``timeout``, ``refused`` or ``cancelled``."""
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.ended is None else self.ended - self.started
+
+
+Listener = Callable[[str, Span], None]
+
+
+class Trace:
+    """Collects spans, model-call rows and log events for one run (and its sub-agents)."""
+
+    def __init__(self, run_id: str) -> None:
+        self.run_id = run_id
+        self.started_at = datetime.now(timezone.utc)
+        self._t0 = time.perf_counter()
+        self.spans: list[Span] = []
+        self.call_rows: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.listeners: list[Listener] = []
+        """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them."""
+        self._count = 0
+
+    def now(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def start(
+        self,
+        kind: SpanKind,
+        name: str,
+        parent: Span | None,
+        *,
+        agent: str,
+        path: str,
+        depth: int,
+        **attrs: Any,
+    ) -> Span:
+        self._count += 1
+        span = Span(
+            f"s{self._count}",
+            parent.span_id if parent else None,
+            kind,
+            name,
+            agent,
+            path,
+            depth,
+            self.now(),
+            attrs=attrs,
+        )
+        self.spans.append(span)
+        for listener in self.listeners:
+            listener("start", span)
+        return span
+
+    def end(self, span: Span, status: str = "ok", **attrs: Any) -> None:
+        span.ended = self.now()
+        span.status = status
+        if attrs:
+            span.attrs.update(attrs)
+        for listener in self.listeners:
+            listener("end", span)
+
+    def close_open(self, status: str) -> None:
+        """End every span still running (after a timeout, an error or an interrupt)."""
+        for span in self.spans:
+            if span.ended is None:
+                self.end(span, status)
+
+    def close_open_under(self, root: Span, status: str) -> None:
+        """End every running span below ``root`` (a sub-agent that timed out or failed)."""
+        below = {root.span_id}
+        for span in self.spans:
+            if span.parent_id in below:
+                below.add(span.span_id)
+                if span.ended is None:
+                    self.end(span, status)
+
+    def log(self, event: str, *, depth: int, path: str, **extra: Any) -> None:
+        self.events.append(
+            {"run": self.run_id, "depth": depth, "path": path, "event": event, **extra}
+        )
+
+    def log_lines(self) -> list[str]:
+        """The events as JSON lines: run, depth, path, event, then the event's own fields."""
+        return [json.dumps(e, ensure_ascii=False, default=str) for e in self.events]
+
+    def children(self, span: Span | None) -> list[Span]:
+        parent = span.span_id if span else None
+        return [s for s in self.spans if s.parent_id == parent]
+
+    def tree(self) -> list[dict[str, Any]]:
+        """The spans as nested dicts (``children`` lists), roots first."""
+        nodes: dict[str, dict[str, Any]] = {}
+        roots: list[dict[str, Any]] = []
+        for s in self.spans:
+            node = {
+                "span_id": s.span_id, "kind": s.kind, "name": s.name, "agent": s.agent,
+                "path": s.path, "depth": s.depth, "started": s.started, "ended": s.ended,
+                "status": s.status, **s.attrs, "children": [],
+            }  # fmt: skip
+            nodes[s.span_id] = node
+            parent = nodes.get(s.parent_id) if s.parent_id else None
+            (parent["children"] if parent is not None else roots).append(node)
+        return roots
+
+    def calls_frame(self) -> Any:
+        """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame)."""
+        import pandas as pd
+
+        rows = self.call_rows
+        return pd.DataFrame(
+            {c: [r.get(c) for r in rows] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS)
+        )
+
+    def spans_frame(self) -> Any:
+        """One row per span (all kinds), for filtering and timelines."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "run_id": self.run_id, "span_id": s.span_id, "parent_id": s.parent_id,
+                    "kind": s.kind, "name": s.name, "agent": s.agent, "path": s.path,
+                    "depth": s.depth, "started": s.started, "ended": s.ended,
+                    "duration": s.duration, "status": s.status,
+                }  # fmt: skip
+                for s in self.spans
+            ],
+            columns=["run_id", "span_id", "parent_id", "kind", "name", "agent", "path", "depth",
+                     "started", "ended", "duration", "status"],
+        )  # fmt: skip

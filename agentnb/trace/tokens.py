@@ -1,0 +1,107 @@
+"""Token counts: tiktoken when an encoding can be loaded, otherwise honestly "unavailable".
+
+tiktoken downloads its encoding files on first use; machines without a network (CI, a train)
+cannot load them, and then agentnb reports ``tokens_method="unavailable"`` rather than an
+estimate dressed up as a count. A provider's own usage is recorded beside these counts.
+
+A request's count is the sum of the tokens of its texts — the system prompt, each tool spec's
+JSON, each message's content and tool-call arguments — without the few tokens per message a
+provider adds for its chat format. Each message's count is cached on the message, so a
+history that is reread on every turn is only counted once.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..models.types import Message, ModelRequest, ModelResponse
+from .sizes import dumps
+
+Encoder = Callable[[str], int]
+
+DEFAULT_ENCODING = "o200k_base"
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {"loaded": False, "encoder": None, "method": "unavailable"}
+
+
+def set_tokenizer(count: Encoder | None, method: str = "custom") -> None:
+    """Use ``count(text) -> int`` to count tokens (``None`` restores the automatic choice).
+
+    ``method`` is what the ``tokens_method`` column will say, e.g. ``"tiktoken:cl100k_base"``.
+    """
+    with _lock:
+        if count is None:
+            _state.update(loaded=False, encoder=None, method="unavailable")
+        else:
+            _state.update(loaded=True, encoder=count, method=method)
+
+
+def tokenizer() -> tuple[Encoder | None, str]:
+    """The counter in use and its method name; loads tiktoken once, on first need."""
+    if not _state["loaded"]:
+        with _lock:
+            if not _state["loaded"]:
+                _state["encoder"], _state["method"] = _load_tiktoken()
+                _state["loaded"] = True
+    return _state["encoder"], _state["method"]
+
+
+def _load_tiktoken() -> tuple[Encoder | None, str]:
+    if os.environ.get("AGENTNB_TOKENIZER", "").lower() in {"off", "none", "0"}:
+        return None, "unavailable"
+    name = os.environ.get("AGENTNB_TIKTOKEN_ENCODING", DEFAULT_ENCODING)
+    try:
+        import tiktoken
+
+        encoding = tiktoken.get_encoding(name)
+    except Exception:  # no package, or no encoding file and no network to fetch it
+        return None, "unavailable"
+    return (lambda text: len(encoding.encode(text, disallowed_special=()))), f"tiktoken:{name}"
+
+
+def message_tokens(message: Message, count: Encoder, method: str) -> int:
+    cached = message._tokens
+    if cached is not None and cached[0] == method:
+        return cached[1]
+    n = count(message.content or "") if message.content else 0
+    for call in message.tool_calls:
+        n += count(call.arguments)
+    message._tokens = (method, n)
+    return n
+
+
+_spec_tokens: dict[tuple[int, str], tuple[object, int]] = {}
+
+
+def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
+    """Tokens of a request and how they were obtained (``None, "unavailable"`` without a tokenizer)."""
+    count, method = tokenizer()
+    if count is None:
+        return None, "unavailable"
+    n = count(request.system) if request.system else 0
+    for spec in request.tools:
+        key = (id(spec), method)
+        hit = _spec_tokens.get(key)
+        if hit is None or hit[0] is not spec:
+            hit = (spec, count(dumps(spec.as_dict())))
+            if len(_spec_tokens) > 50_000:
+                _spec_tokens.clear()
+            _spec_tokens[key] = hit
+        n += hit[1]
+    if request.output_schema is not None:
+        n += count(dumps(request.output_schema.schema))
+    for message in request.messages:
+        n += message_tokens(message, count, method)
+    return n, method
+
+
+def response_tokens(response: ModelResponse) -> int | None:
+    count, _ = tokenizer()
+    if count is None:
+        return None
+    n = count(response.text) if response.text else 0
+    return n + sum(count(c.arguments) for c in response.tool_calls)
