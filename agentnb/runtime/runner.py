@@ -243,6 +243,8 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
                 for i, c in enumerate(response.tool_calls)
             ]
             state.messages.append(Message.assistant(response.text, tuple(calls)))
+            if response.text:  # what it said so far: the partial result if a limit cuts it
+                state.last_text = response.text
             transfer = await _run_tools(calls, tools, state, ctx, turn)
             if transfer is not None:
                 return transfer

@@ -149,10 +149,12 @@ class Trace:
         return roots
 
     def calls_frame(self) -> Any:
-        """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame)."""
+        """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame), in the
+        order the calls started: rows are recorded as calls finish, and sub-agents running in
+        parallel finish in any order, but a table reads best in the order the calls were made."""
         import pandas as pd
 
-        rows = self.call_rows
+        rows = sorted(self.call_rows, key=lambda r: r.get("started") or 0.0)
         return pd.DataFrame(
             {c: [r.get(c) for r in rows] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS)
         )
