@@ -30,6 +30,7 @@ from ..trace.spans import Span
 from ..trace.tokens import request_tokens, response_tokens
 from .agent import Agent
 from .context import Limits, RunContext, TokenBudget
+from .prompt import section_sizes
 from .result import RunResult
 from .state import AgentRun
 from .tools import Tool, ToolCallContext
@@ -233,6 +234,8 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         state.span = ctx.trace.start(
             "agent", agent.name, state.span, agent=agent.name, path=state.path, depth=0
         )
+    if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
+        state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
     for turn in range(1, max_turns + 1):
         state.turns = turn
         request = ModelRequest(system, list(state.messages), specs, schema, agent.name)
