@@ -212,6 +212,9 @@ class AgentTool(Tool):
         except asyncio.CancelledError:
             status = "cancelled"
             raise
+        except Exception:  # a bug in a client or a tool: the run ends, the trace says where
+            status = "error"
+            raise
         finally:
             ctx.active.remove(state)
             trace.close_open_under(span, "cancelled" if status == "ok" else status)
