@@ -31,6 +31,7 @@ from .models import (
     say,
     tool_call,
 )
+from .models.openai import OpenAIModel
 from .runtime import (
     Agent,
     AgentTool,
@@ -65,6 +66,7 @@ __all__ = [
     "ScriptExhausted", "UserError",
     # models
     "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "ScriptedModel",
+    "OpenAIModel",
     "ToolCall", "ToolSpec", "Usage", "say", "tool_call",
     # runtime
     "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",

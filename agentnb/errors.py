@@ -60,11 +60,18 @@ class ScriptExhausted(ModelBehaviorError):
 
 
 class ModelHTTPError(AgentRunError):
-    """The model's server answered with an error that retrying did not fix."""
+    """The model's server answered with an error that retrying did not fix.
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    ``events`` are the adapter's events of the failed call (its retries), traced like a
+    response's events.
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, events: list[dict] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.events = list(events or [])
 
 
 class ReplayMismatch(AgentRunError):

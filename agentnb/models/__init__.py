@@ -1,12 +1,13 @@
 """The model layer: provider-neutral types, the client protocol, scripted and real models."""
 
+from ._http import Backoff
 from .base import ModelClient
 from .registry import model_from_spec, register_provider
 from .scripted import FunctionModel, Say, ScriptedModel, say, tool_call, usage
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, ToolCall, ToolSpec, Usage
 
 __all__ = [
-    "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "OutputSchema",
+    "Backoff", "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "OutputSchema",
     "Say", "ScriptedModel", "ToolCall", "ToolSpec", "Usage", "model_from_spec", "register_provider",
     "say", "tool_call", "usage",
 ]  # fmt: skip

@@ -318,9 +318,9 @@ async def call_model(
         trace.end(span, "cancelled")
         _record(ctx, state, request, None, span, turn, "cancelled")
         raise
-    except BaseException:
+    except BaseException as exc:
         trace.end(span, "error")
-        _record(ctx, state, request, None, span, turn, "error")
+        _record(ctx, state, request, None, span, turn, "error", getattr(exc, "events", None))
         raise
     trace.end(span, "ok")
     _record(ctx, state, request, response, span, turn, "ok")
@@ -329,7 +329,7 @@ async def call_model(
 
 def _record(
     ctx: RunContext, state: AgentRun, request: ModelRequest, response: ModelResponse | None,
-    span: Span, turn: int, status: str,
+    span: Span, turn: int, status: str, failed_events: list[dict[str, Any]] | None = None,
 ) -> None:  # fmt: skip
     sizes = request_sizes(request)
     tokens_in, method = request_tokens(request)
@@ -340,7 +340,7 @@ def _record(
     if tokens_in is None and provider.input_tokens is not None:
         tokens_in, tokens_out, method = provider.input_tokens, provider.output_tokens, "provider"
     chars_out = response_chars(response) if response is not None else 0
-    events = response.events if response is not None else []
+    events = response.events if response is not None else (failed_events or [])
     wait = sum(e.get("seconds", 0.0) for e in events if e.get("event") == "queue_wait")
     retries = sum(1 for e in events if e.get("event") == "retry")
     latency = (span.ended or 0.0) - span.started
@@ -363,6 +363,10 @@ def _record(
                       tokens_out=tokens_out, retries=retries)  # fmt: skip
     if events:
         span.attrs["events"] = events
+        for event in events:  # an adapter's retries and fallbacks show in the log lines too
+            if event.get("event") in ("retry", "structured_fallback"):
+                ctx.trace.log(f"model_{event['event']}", depth=state.depth, path=state.path,
+                              agent=state.agent.name, **{k: v for k, v in event.items() if k != "event"})  # fmt: skip
     if response is None:
         return
     used = Usage(provider.input_tokens, provider.output_tokens, 1)

@@ -1,0 +1,138 @@
+"""agentnb's types to and from the Chat Completions wire format.
+
+Chat Completions is the API every OpenAI-compatible server speaks (OpenAI, Azure, vLLM,
+Ollama, LM Studio, llama.cpp server), so this is the one conversion most users rely on.
+Structured output has three strengths, because servers differ in what they accept:
+
+- ``json_schema``: ``response_format`` with the schema (OpenAI, recent vLLM);
+- ``json_object``: ``response_format={"type": "json_object"}`` plus the schema in the system prompt;
+- ``prompt``: the schema in the system prompt only (any server).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
+
+StructuredMode = Literal["json_schema", "json_object", "prompt"]
+WEAKER: dict[str, StructuredMode] = {"json_schema": "json_object", "json_object": "prompt"}
+
+
+def schema_instruction(schema: OutputSchema) -> str:
+    """What the system prompt says when the server cannot be given the schema directly."""
+    text = json.dumps(schema.schema, ensure_ascii=False, separators=(",", ":"))
+    return (
+        "Give your final answer as a single JSON object, with no other text and no code fence, "
+        f"matching this JSON schema ({schema.name}):\n{text}"
+    )
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    if message.role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id or "",
+            "content": message.content or "",
+        }
+    if message.role == "assistant" and message.tool_calls:
+        return {
+            "role": "assistant",
+            "content": message.content,
+            "tool_calls": [
+                {"id": c.id, "type": "function",
+                 "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                for c in message.tool_calls
+            ],
+        }  # fmt: skip
+    return {"role": message.role, "content": message.content or ""}
+
+
+def _schema_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "output"
+
+
+def request_to_wire(
+    model: str,
+    request: ModelRequest,
+    mode: StructuredMode | None,
+    *,
+    max_tokens_param: str = "max_tokens",
+) -> dict[str, Any]:
+    """The keyword arguments of ``chat.completions.create`` for one request."""
+    system = request.system
+    schema = request.output_schema
+    if schema is not None and mode in ("json_object", "prompt"):
+        system = (
+            f"{system}\n\n{schema_instruction(schema)}" if system else schema_instruction(schema)
+        )
+    messages = [{"role": "system", "content": system}] if system else []
+    messages += [message_to_wire(m) for m in request.messages]
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if request.tools:
+        body["tools"] = [
+            {"type": "function",
+             "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in request.tools
+        ]  # fmt: skip
+    if schema is not None and mode == "json_schema":
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": _schema_name(schema.name), "schema": schema.schema},
+        }
+    elif schema is not None and mode == "json_object":
+        body["response_format"] = {"type": "json_object"}
+    if request.max_output_tokens is not None:
+        body[max_tokens_param] = request.max_output_tokens
+    return body
+
+
+_STOP: dict[str, StopReason] = {
+    "stop": "stop",
+    "end_turn": "stop",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "length": "length",
+    "content_filter": "error",
+}
+
+
+class MalformedReply(ValueError):
+    """The server's 200 answer is not a chat completion agentnb can read."""
+
+
+def response_from_wire(completion: Any) -> ModelResponse:
+    """A `ModelResponse` from a parsed ``ChatCompletion`` (raises `MalformedReply`)."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise MalformedReply("it has no choices")
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise MalformedReply("its first choice has no message")
+    calls = []
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        if function is None or not getattr(function, "name", None):
+            raise MalformedReply(f"a tool call has no function name: {call!r}"[:200])
+        calls.append(ToolCall(function.name, function.arguments or "{}", call.id or ""))
+    text = message.content
+    events: list[dict[str, Any]] = []
+    refusal = getattr(message, "refusal", None)
+    if text is None and refusal:
+        text = refusal
+        events.append({"event": "refusal"})
+    reason = choices[0].finish_reason
+    stop = "tool_calls" if calls else _STOP.get(str(reason), "stop")
+    usage = getattr(completion, "usage", None)
+    return ModelResponse(
+        text=text,
+        tool_calls=calls,
+        usage=Usage(
+            getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None), 1
+        ),
+        stop_reason=stop,
+        model=getattr(completion, "model", None),
+        events=events,
+    )
