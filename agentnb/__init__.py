@@ -18,6 +18,7 @@ from .errors import (
     ScriptExhausted,
     UserError,
 )
+from .measure import scenarios
 from .models import (
     FunctionModel,
     Message,
@@ -73,4 +74,6 @@ __all__ = [
     "ToolCallContext", "assemble_prompt", "run", "run_sync", "tool",
     # trace
     "CALL_COLUMNS", "canonical_request", "request_sizes", "set_tokenizer",
+    # measure
+    "scenarios",
 ]  # fmt: skip
