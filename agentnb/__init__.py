@@ -33,6 +33,7 @@ from .models import (
     tool_call,
 )
 from .models.openai import OpenAIModel
+from .models.recording import record, replay
 from .runtime import (
     Agent,
     AgentTool,
@@ -67,7 +68,7 @@ __all__ = [
     "ScriptExhausted", "UserError",
     # models
     "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "ScriptedModel",
-    "OpenAIModel",
+    "OpenAIModel", "record", "replay",
     "ToolCall", "ToolSpec", "Usage", "say", "tool_call",
     # runtime
     "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
