@@ -65,6 +65,9 @@ class Trace:
         self.listeners: list[Listener] = []
         """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them."""
         self._count = 0
+        self._open: dict[str, Span] = {}
+        # Spans not ended yet, in start order: closing what a finished sub-agent left open
+        # then costs the few spans still running, not a scan of a trace of 100,000 spans.
 
     def now(self) -> float:
         return time.perf_counter() - self._t0
@@ -93,6 +96,7 @@ class Trace:
             attrs=attrs,
         )
         self.spans.append(span)
+        self._open[span.span_id] = span
         for listener in self.listeners:
             listener("start", span)
         return span
@@ -100,6 +104,7 @@ class Trace:
     def end(self, span: Span, status: str = "ok", **attrs: Any) -> None:
         span.ended = self.now()
         span.status = status
+        self._open.pop(span.span_id, None)
         if attrs:
             span.attrs.update(attrs)
         for listener in self.listeners:
@@ -107,18 +112,35 @@ class Trace:
 
     def close_open(self, status: str) -> None:
         """End every span still running (after a timeout, an error or an interrupt)."""
-        for span in self.spans:
+        for span in list(self._open.values()) if self._indexed() else self.spans:
             if span.ended is None:
                 self.end(span, status)
 
     def close_open_under(self, root: Span, status: str) -> None:
         """End every running span below ``root`` (a sub-agent that timed out or failed)."""
-        below = {root.span_id}
+        if self._indexed():
+            for span in [s for s in self._open.values() if self._is_below(s, root.span_id)]:
+                if span.ended is None:
+                    self.end(span, status)
+            return
+        below = {root.span_id}  # spans were added without start(): the long way
         for span in self.spans:
             if span.parent_id in below:
                 below.add(span.span_id)
                 if span.ended is None:
                     self.end(span, status)
+
+    def _indexed(self) -> bool:
+        """True while every span came from `start`: span ``s<n>`` is then ``spans[n - 1]``."""
+        return len(self.spans) == self._count
+
+    def _is_below(self, span: Span, root_id: str) -> bool:
+        parent = span.parent_id
+        while parent is not None:
+            if parent == root_id:
+                return True
+            parent = self.spans[int(parent[1:]) - 1].parent_id
+        return False
 
     def log(self, event: str, *, depth: int, path: str, **extra: Any) -> None:
         self.events.append(

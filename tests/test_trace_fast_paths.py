@@ -1,0 +1,98 @@
+"""The trace's fast paths must agree with the slow rules they stand for.
+
+Sizes are added up field by field instead of encoding each message, and closing a subtree
+looks at the running spans only: both are what keeps the per-call overhead low and a trace of
+100,000 model calls linear (see benchmarks/).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+from agentnb.models.types import Message, ModelRequest, OutputSchema, ToolCall, ToolSpec
+from agentnb.trace.sizes import (
+    COMPONENTS,
+    canonical_request,
+    dumps,
+    message_payload,
+    message_size,
+    request_sizes,
+)
+from agentnb.trace.spans import Span, Trace
+
+ALPHABET = 'ab "\\\n\t\u00e9\u2028\U0001f600\x00\x1f/{}:,'
+
+
+def _text(rnd: random.Random) -> str:
+    return "".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 12)))
+
+
+def _messages(rnd: random.Random) -> list[Message]:
+    calls = tuple(
+        ToolCall(_text(rnd), json.dumps({"a": _text(rnd)}, ensure_ascii=False), _text(rnd))
+        for _ in range(rnd.randint(0, 3))
+    )
+    return [
+        Message.user(_text(rnd)),
+        Message.assistant(_text(rnd) if rnd.random() < 0.5 else None, calls),
+        Message("tool", None, tool_call_id=None),
+        *(Message.tool(c, _text(rnd)) for c in calls),
+    ]
+
+
+def test_message_sizes_match_the_canonical_json():
+    rnd = random.Random(7)
+    for _ in range(300):
+        for message in _messages(rnd):
+            assert message_size(message).total == len(dumps(message_payload(message)))
+
+
+def test_request_sizes_add_up_to_the_canonical_request():
+    rnd = random.Random(11)
+    for i in range(300):
+        schema = OutputSchema("answer", {"type": "object"}) if i % 3 == 0 else None
+        tools = [ToolSpec(_text(rnd), _text(rnd), {"type": "object"}) for _ in range(i % 3)]
+        request = ModelRequest(_text(rnd), _messages(rnd), tools, schema)
+        sizes = request_sizes(request)
+        assert sizes["total"] == len(canonical_request(request))
+        assert sum(sizes[c] for c in COMPONENTS) == sizes["total"]
+        assert sizes["system"] == len(json.dumps(request.system, ensure_ascii=False)) - 2
+
+
+def _tree() -> tuple[Trace, dict[str, Span]]:
+    trace = Trace("r")
+    s: dict[str, Span] = {}
+    s["run"] = trace.start("run", "c", None, agent="c", path="c", depth=0)
+    s["agent"] = trace.start("agent", "c", s["run"], agent="c", path="c", depth=0)
+    s["call_a"] = trace.start("tool_call", "a", s["agent"], agent="c", path="c", depth=0)
+    s["sub_a"] = trace.start("agent", "a", s["call_a"], agent="a", path="c/a", depth=1)
+    s["model_a"] = trace.start("model_call", "m", s["sub_a"], agent="a", path="c/a", depth=1)
+    s["call_b"] = trace.start("tool_call", "b", s["agent"], agent="c", path="c", depth=0)
+    s["sub_b"] = trace.start("agent", "b", s["call_b"], agent="b", path="c/b", depth=1)
+    s["done_a"] = trace.start("tool_call", "t", s["sub_a"], agent="a", path="c/a", depth=1)
+    s["deep_a"] = trace.start("model_call", "m", s["done_a"], agent="a", path="c/a", depth=1)
+    trace.end(s["done_a"], "ok")  # ended, but its child still runs: it is still below sub_a
+    return trace, s
+
+
+def test_closing_a_subtree_ends_only_its_running_spans_in_start_order():
+    trace, s = _tree()
+    ended: list[str] = []
+    trace.listeners.append(lambda event, span: ended.append(span.span_id))
+    trace.close_open_under(s["sub_a"], "timeout")
+    assert ended == [s["model_a"].span_id, s["deep_a"].span_id]
+    assert s["model_a"].status == s["deep_a"].status == "timeout"
+    assert s["done_a"].status == "ok" and s["sub_a"].ended is None and s["sub_b"].ended is None
+    trace.close_open("error")
+    assert all(span.ended is not None for span in trace.spans)
+    assert [s["run"].status, s["sub_b"].status, s["done_a"].status] == ["error", "error", "ok"]
+
+
+def test_spans_added_by_hand_are_still_closed():
+    trace, s = _tree()
+    extra = Span("x1", s["sub_a"].span_id, "model_call", "m", "a", "c/a", 1, 0.0)
+    trace.spans.append(extra)
+    trace.close_open_under(s["sub_a"], "cancelled")
+    assert extra.status == "cancelled" and s["model_a"].status == "cancelled"
+    assert s["sub_b"].ended is None
