@@ -1,0 +1,265 @@
+"""Figures of the measurements (matplotlib). Each function returns a `Figure` and draws nothing else.
+
+Figures are built with ``matplotlib.figure.Figure`` rather than pyplot, so they work headless
+(Agg), hold no global state, and show once when a notebook cell returns them. Save one with
+``fig.savefig("cost.png")``. Available as ``agentnb.plot.<name>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from .tables import COMPONENT_COLUMNS, breakdown, linear_fit
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+COMPONENT_LABELS = {
+    "chars_in_system": "system prompts",
+    "chars_in_tools": "tool specs (resent every turn)",
+    "chars_in_user": "user input (sub-agents' input)",
+    "chars_in_assistant": "earlier assistant text",
+    "chars_in_tool_args": "tool arguments reread",
+    "chars_in_tool_results": "tool results reread",
+    "chars_in_framing": "JSON framing",
+}
+"""What each ``chars_in_<component>`` is, in words (legends and printed tables)."""
+
+OUTCOME_COLORS = {"approved": "tab:green", "redo": "tab:orange"}
+
+
+def _figure(width: float = 7.0, height: float = 4.0, rows: int = 1) -> tuple[Figure, list[Axes]]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
+    return fig, list(axes)
+
+
+def _integer_ticks(ax: Axes) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def config_labels(table: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    """A short label per configuration row: ``generalist``, ``inline k=3``."""
+    import pandas as pd
+
+    labels = []
+    for _, row in table.iterrows():
+        parts = []
+        for key in keys:
+            value = row[key]
+            if value is None or (not isinstance(value, str) and pd.isna(value)):
+                continue
+            if isinstance(value, str):
+                parts.append(value)
+            else:
+                shown = int(value) if float(value).is_integer() else value
+                parts.append(f"{key}={shown}")
+        labels.append(" ".join(parts) or "baseline")
+    return labels
+
+
+def multiplier(
+    table: pd.DataFrame,
+    x: str = "k",
+    y: str = "multiplier",
+    by: Sequence[str] | None = None,
+    *,
+    title: str | None = "Characters sent against the baseline",
+) -> Figure:
+    """``y`` (a `cost_table`'s multiplier) against ``x`` (sub-agents), one series per group of
+    the other configuration columns, each with its least-squares line; the baseline at 1x."""
+    import pandas as pd
+
+    if x not in table.columns or y not in table.columns:
+        raise UserError(f"multiplier() needs columns {x!r} and {y!r}: pass a cost_table(...)")
+    keys = list(by) if by is not None else [k for k in table.attrs.get("params", []) if k != x]
+    fits = linear_fit(table, x, [y], keys)
+    fig, (ax,) = _figure()
+    points = table.assign(_x=pd.to_numeric(table[x], errors="coerce"))
+    points = points[points["_x"].notna()]
+    groups = points.groupby(keys, sort=False, dropna=False) if keys else [((), points)]
+    for (name, part), (_, fit) in zip(groups, fits.iterrows()):
+        label = " ".join(str(v) for v in (name if isinstance(name, tuple) else (name,))) or y
+        (dots,) = ax.plot(part["_x"], part[y], "o", label=label, gid=f"points:{label}")
+        xs = [float(part["_x"].min()), float(part["_x"].max())]
+        line = [fit["slope"] * v + fit["intercept"] for v in xs]
+        ax.plot(xs, line, "-", color=dots.get_color(), alpha=0.6, gid=f"fit:{label}",
+                label=f"fit: {fit['slope']:+.2f} per {x}")  # fmt: skip
+    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, gid="baseline", label="baseline")
+    _integer_ticks(ax)
+    ax.set_xlabel("sub-agents (k)" if x == "k" else x)
+    ax.set_ylabel("characters sent (x baseline)" if y == "multiplier" else y)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def timeline(*runs: Any, labels: Sequence[str] | None = None, title: str | None = None) -> Figure:
+    """A Gantt chart of each run's spans: one row per agent (path), a bar per model call,
+    a light bar for each agent's whole run. Several runs (e.g. a parallel and a serial
+    review) are drawn one above the other on a shared time axis.
+
+    A run is a `RunResult`, a fan-out (``.results``: branches drawn together, on one clock),
+    a `verify_loop` result (its rounds) or a list of results (one after another).
+    """
+    if not runs:
+        raise UserError("timeline() needs at least one run")
+    if labels is not None and len(labels) != len(runs):
+        raise UserError(f"{len(labels)} labels for {len(runs)} runs")
+    fig, axes = _figure(8.0, 1.2 + 1.6 * len(runs), rows=len(runs))
+    for n, (run, ax) in enumerate(zip(runs, axes)):
+        placed = _placed(run)
+        rows = list(dict.fromkeys(s.path for s, _ in placed if s.kind in ("agent", "model_call")))
+        colors = {p: f"C{i % 10}" for i, p in enumerate(rows)}
+        for kind, height, alpha in (("agent", 0.8, 0.15), ("model_call", 0.5, 1.0)):
+            for span, start in placed:
+                if span.kind == kind:
+                    ax.barh(rows.index(span.path), span.duration or 0.0, left=start,
+                            height=height, color=colors[span.path], alpha=alpha,
+                            gid=f"{kind}:{span.path}")  # fmt: skip
+        ax.set_yticks(range(len(rows)), rows)
+        ax.invert_yaxis()
+        ax.set_ylabel("agent")
+        ax.set_title(labels[n] if labels is not None else _run_label(run), fontsize="medium")
+    axes[-1].set_xlabel("seconds since start")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def _placed(run: Any) -> list[tuple[Any, float]]:
+    """(span, start) pairs, every trace of ``run`` placed on one clock (the earliest is zero)."""
+    traces = list({id(t): t for t in _traces(run)}.values())
+    if not traces:
+        raise UserError(f"Nothing to draw: {type(run).__name__} has no trace")
+    zero = min(_t0(t) for t in traces)
+    return [(s, s.started + _t0(t) - zero) for t in traces for s in t.spans]
+
+
+def _traces(run: Any) -> list[Any]:
+    if isinstance(run, (list, tuple)):  # one after another: their clocks keep them apart
+        return [t for item in run for t in _traces(item)]
+    trace = getattr(run, "trace", None)
+    if trace is not None:
+        return [trace]
+    branches = getattr(run, "results", None)
+    if isinstance(branches, dict):
+        return [t for r in branches.values() for t in _traces(r)]
+    rounds = getattr(run, "rounds", None)  # a verify_loop: writer and verifier, round by round
+    if isinstance(rounds, list):
+        runs = [
+            x for r in rounds for x in (getattr(r, "writer", None), getattr(r, "verifier", None))
+        ]
+        return [t for x in runs if x is not None for t in _traces(x)]
+    return []
+
+
+def _t0(trace: Any) -> float:
+    t0 = getattr(trace, "t0", None)
+    return float(t0) if t0 is not None else trace.started_at.timestamp()
+
+
+def _run_label(run: Any) -> str:
+    if isinstance(run, (list, tuple)):
+        return f"{len(run)} runs in sequence"
+    if hasattr(run, "results") and not hasattr(run, "trace"):
+        return f"{len(run.results)} branches in parallel"
+    return f"run {getattr(run, 'run_id', '')}".strip()
+
+
+def verifier_rounds(rounds: Any, *, title: str | None = "Verifier rounds") -> Figure:
+    """Characters sent per round, coloured by outcome, with the problems written above each bar."""
+    import pandas as pd
+
+    from .rounds import verifier_table
+
+    table = rounds if isinstance(rounds, pd.DataFrame) else verifier_table(rounds)
+    fig, (ax,) = _figure()
+    for _, row in table.iterrows():
+        color = OUTCOME_COLORS.get(str(row["outcome"]), "tab:grey")
+        height = 0.0 if pd.isna(row["chars_in"]) else float(row["chars_in"])
+        ax.bar(int(row["round"]), height, color=color, gid=f"round:{int(row['round'])}",
+               label=str(row["outcome"]))  # fmt: skip
+        note = "; ".join(row["problems"]) if row["problems"] else str(row["outcome"])
+        ax.annotate(note, (int(row["round"]), height), ha="center", va="bottom", fontsize="small")
+    ax.set_xticks(list(table["round"]), [f"round {int(r)}" for r in table["round"]])
+    ax.set_xlabel("round")
+    ax.set_ylabel("characters sent")
+    if title:
+        ax.set_title(title)
+    handles, names = ax.get_legend_handles_labels()
+    unique = dict(zip(names, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize="small")
+    ax.margins(y=0.15)
+    return fig
+
+
+def cost_breakdown(
+    data: Any, by: str | Sequence[str] | None = None, *, title: str | None = "Why it costs"
+) -> Figure:
+    """Stacked bars: characters sent per configuration, split by component (`breakdown`)."""
+    import pandas as pd
+
+    table = data if _is_breakdown(data) else breakdown(data, by)
+    keys = (
+        list(table.attrs.get("params", []))
+        if by is None
+        else ([by] if isinstance(by, str) else list(by))
+    )
+    labels = config_labels(table, keys)
+    fig, (ax,) = _figure(max(7.0, 0.9 * len(table) + 4.5), 4.5)
+    bottom = pd.Series(0.0, index=table.index)
+    positions = list(range(len(table)))
+    for i, column in enumerate(COMPONENT_COLUMNS):
+        values = table[column].astype(float)
+        ax.bar(positions, values, bottom=bottom, color=f"C{i}", gid=f"component:{column}",
+               label=COMPONENT_LABELS[column])  # fmt: skip
+        bottom = bottom + values
+    ax.set_xticks(positions, labels, rotation=30, ha="right")
+    ax.set_ylabel("characters sent per run")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def _is_breakdown(data: Any) -> bool:
+    import pandas as pd
+
+    return (
+        isinstance(data, pd.DataFrame)
+        and "span_id" not in data.columns
+        and all(c in data.columns for c in COMPONENT_COLUMNS)
+    )
+
+
+def latency(
+    series: pd.DataFrame, x: str = "n", mode: str | None = "mode", *,
+    title: str | None = "Wall time against branches",
+) -> Figure:  # fmt: skip
+    """Wall time per mode against ``x`` (a `latency_series`), each with its critical-path bound dashed."""
+    fig, (ax,) = _figure()
+    groups = series.groupby(mode, sort=False) if mode else [("runs", series)]
+    for name, part in groups:
+        (line,) = ax.plot(
+            part[x], part["wall_s"], "o-", label=f"{name}: wall time", gid=f"wall:{name}"
+        )
+        ax.plot(part[x], part["critical_s"], "--", color=line.get_color(), alpha=0.7,
+                label=f"{name}: critical path", gid=f"critical:{name}")  # fmt: skip
+    _integer_ticks(ax)
+    ax.set_xlabel("branches" if x == "n" else x)
+    ax.set_ylabel("seconds")
+    ax.set_ylim(bottom=0)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return fig

@@ -1,0 +1,20 @@
+"""``agentnb.plot``: figures of the measurements, each returned as a matplotlib `Figure`.
+
+Imported on first use (``agentnb.plot.multiplier(...)``), so ``import agentnb`` does not
+load matplotlib. The functions live in `agentnb.measure.plot`.
+"""
+
+from .measure.plot import (
+    COMPONENT_LABELS,
+    config_labels,
+    cost_breakdown,
+    latency,
+    multiplier,
+    timeline,
+    verifier_rounds,
+)
+
+__all__ = [
+    "COMPONENT_LABELS", "config_labels", "cost_breakdown", "latency", "multiplier", "timeline",
+    "verifier_rounds",
+]  # fmt: skip
