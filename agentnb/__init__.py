@@ -19,6 +19,11 @@ from .errors import (
     UserError,
 )
 from .measure import scenarios
+from .measure.critical import critical_path
+from .measure.prices import Price, Prices, add_cost
+from .measure.rounds import verifier_table
+from .measure.sweep import sweep
+from .measure.tables import breakdown, breakdown_growth, cost_fit, cost_table, latency_series
 from .models import (
     FunctionModel,
     Message,
@@ -54,6 +59,15 @@ from .trace import CALL_COLUMNS, canonical_request, request_sizes, set_tokenizer
 __version__ = "0.1.0"
 
 
+def __getattr__(name: str) -> object:
+    # agentnb.plot loads matplotlib: imported on first use so that `import agentnb` stays light.
+    if name == "plot":
+        import importlib
+
+        return importlib.import_module(".plot", __name__)
+    raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext agentnb``: register the magics."""
     from .notebook.magics import load_ipython_extension as load
@@ -76,5 +90,6 @@ __all__ = [
     # trace
     "CALL_COLUMNS", "canonical_request", "request_sizes", "set_tokenizer",
     # measure
-    "scenarios",
+    "scenarios", "sweep", "cost_table", "cost_fit", "breakdown", "breakdown_growth",
+    "latency_series", "verifier_table", "critical_path", "Price", "Prices", "add_cost", "plot",
 ]  # fmt: skip
