@@ -1,0 +1,123 @@
+"""Workloads timed by the overhead benchmark, on zero-latency scripted models.
+
+A `Case` is one run that can be repeated: ``reset()`` rewinds its scripted models (outside the
+timed region) and ``run()`` performs the run. Every case checks its own outcome once before it
+is timed, so a benchmark never reports the speed of a run that went wrong.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import agentnb as nb
+
+REVIEWERS = 3
+TOOL_TURNS = 4
+OPINION = "verdict='needs_changes' reason='a guarantee of 100% is an obligation of result'"
+TASK = "Assess this clause: the supplier guarantees 100% availability of the service."
+
+
+@dataclass
+class Case:
+    name: str
+    framework: str
+    calls_per_run: int
+    """Model calls one run makes: the per-call figure divides by it."""
+    run: Callable[[], Awaitable[Any]]
+    reset: Callable[[], None]
+    check: Callable[[Any], None]
+
+    @property
+    def key(self) -> str:
+        return f"{self.framework}: {self.name}"
+
+
+async def sample(case: Case, runs: int) -> list[float]:
+    """Microseconds per model call, one sample per run."""
+    out: list[float] = []
+    for _ in range(runs):
+        case.reset()
+        start = time.perf_counter()
+        await case.run()
+        out.append((time.perf_counter() - start) / case.calls_per_run * 1e6)
+    return out
+
+
+async def side_by_side(cases: list[Case], runs: int, block: int = 20) -> dict[str, list[float]]:
+    """Samples for each case, taken in interleaved blocks so that drift hits them alike."""
+    for case in cases:  # warm up and check the outcome once
+        for _ in range(3):
+            case.reset()
+            case.check(await case.run())
+    samples: dict[str, list[float]] = {case.key: [] for case in cases}
+    done = 0
+    while done < runs:
+        size = min(block, runs - done)
+        for case in cases:
+            samples[case.key] += await sample(case, size)
+        done += size
+    return samples
+
+
+def _rewind(models: list[nb.ScriptedModel]) -> Callable[[], None]:
+    def reset() -> None:
+        for model in models:
+            model.requests.clear()  # a list script replays from its first step
+
+    return reset
+
+
+def _expect(calls: int, output: str) -> Callable[[Any], None]:
+    def check(result: Any) -> None:
+        if not result.ok or result.model_calls != calls or result.output != output:
+            raise RuntimeError(f"benchmark run went wrong: {result!r}")
+
+    return check
+
+
+async def lookup(key: str) -> str:
+    """Look a key up in the reference table."""
+    return f"value of {key}"
+
+
+def agentnb_single(tool_turns: int = TOOL_TURNS) -> Case:
+    """One agent calling an async tool ``tool_turns`` times, then answering."""
+    script: list[Any] = [nb.tool_call("lookup", key=f"k{i}") for i in range(tool_turns)]
+    model = nb.ScriptedModel([*script, nb.say("done")])
+    agent = nb.Agent("analyst", "Look up what you need, then answer.", model, tools=[lookup])
+    return Case(
+        "single agent, tool loop",
+        "agentnb",
+        tool_turns + 1,
+        lambda: nb.run(agent, TASK),
+        _rewind([model]),
+        _expect(tool_turns + 1, "done"),
+    )
+
+
+def agentnb_hierarchy(reviewers: int = REVIEWERS) -> Case:
+    """A coordinator calls ``reviewers`` sub-agents in one turn, then synthesises."""
+    models = [nb.ScriptedModel([nb.say(OPINION)]) for _ in range(reviewers)]
+    subs = [
+        nb.Agent(f"reviewer_{i}", "Assess the clause from your profile.", m).as_tool(
+            description="Opinion on a clause."
+        )
+        for i, m in enumerate(models)
+    ]
+    coord_model = nb.ScriptedModel(
+        [[nb.tool_call(f"reviewer_{i}", input=TASK) for i in range(reviewers)], nb.say("synthesis")]
+    )
+    coordinator = nb.Agent(
+        "coordinator", "Consult every reviewer, then synthesise.", coord_model, tools=subs
+    )
+    return Case(
+        f"hierarchy, {reviewers} sub-agents",
+        "agentnb",
+        reviewers + 2,
+        lambda: nb.run(coordinator, TASK),
+        _rewind([coord_model, *models]),
+        _expect(reviewers + 2, "synthesis"),
+    )

@@ -1,0 +1,92 @@
+"""Benchmark 1: framework overhead per model call, with a zero-latency scripted model.
+
+The model answers instantly, so everything measured is the framework: building requests,
+running tools and sub-agents, and agentnb's trace (spans, per-call rows, character and token
+counts), which stays on. Cases: one agent in a tool loop, and a coordinator that calls three
+sub-agents in one turn and then synthesises (five model calls per run).
+
+With openai-agents installed, the same two workloads run on it in the same process, in
+interleaved blocks, and the ratio of the medians is reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from typing import Any
+
+from . import _openai_agents as oa
+from ._cases import REVIEWERS, Case, agentnb_hierarchy, agentnb_single, side_by_side
+from ._stats import Row, at_least, row, summarize, timed_row
+
+TARGET_US = 100.0
+TARGET_RATIO = 20.0
+
+
+def bench_overhead(
+    runs: int = 300, block: int = 25, reviewers: int = REVIEWERS, compare: bool = True
+) -> dict[str, Any]:
+    """Microseconds per model call for each case (median of ``runs`` runs, one sample each)."""
+    with_oa = compare and oa.available()
+    pairs: list[tuple[Case, Case | None]] = [
+        (agentnb_single(), oa.single() if with_oa else None),
+        (agentnb_hierarchy(reviewers), oa.hierarchy(reviewers) if with_oa else None),
+    ]
+    cases = [c for pair in pairs for c in pair if c is not None]
+    samples = asyncio.run(side_by_side(cases, runs, block))
+
+    rows: list[Row] = []
+    data: dict[str, Any] = {}
+    for ours, theirs in pairs:
+        mine = summarize(samples[ours.key])
+        data[f"agentnb: {ours.name}"] = mine
+        rows.append(
+            timed_row(f"agentnb · {ours.name}", "µs per model call", mine, "µs", limit=TARGET_US)
+        )
+        if theirs is None:
+            continue
+        other = summarize(samples[theirs.key])
+        data[f"openai-agents: {theirs.name}"] = other
+        rows.append(timed_row(f"openai-agents · {theirs.name}", "µs per model call", other, "µs"))
+        ratios = _block_ratios(samples[theirs.key], samples[ours.key], block)
+        ratio = other["median"] / mine["median"]
+        data[f"ratio: {ours.name}"] = {"ratio_of_medians": ratio, "per_block": ratios}
+        target, met = at_least(ratio, TARGET_RATIO)
+        rows.append(
+            row(
+                f"openai-agents ÷ agentnb · {ours.name}",
+                "overhead ratio",
+                ratio,
+                "×",
+                spread=summarize(ratios),
+                target=target,
+                met=met,
+                note="same process, interleaved blocks",
+            )
+        )
+    if not with_oa:
+        rows.append(
+            row(
+                "openai-agents",
+                "overhead ratio",
+                None,
+                note="not installed: pip install openai-agents to compare",
+            )
+        )
+    return {
+        "name": "overhead",
+        "title": "Framework overhead per model call (zero-latency scripted model, tracing on)",
+        "params": {"runs": runs, "block": block, "reviewers": reviewers, "openai_agents": with_oa},
+        "data": data,
+        "rows": rows,
+    }
+
+
+def _block_ratios(theirs: list[float], ours: list[float], block: int) -> list[float]:
+    """The ratio of medians within each interleaved block: the spread of the ratio."""
+    out = []
+    for i in range(0, min(len(theirs), len(ours)), block):
+        a, b = theirs[i : i + block], ours[i : i + block]
+        if a and b:
+            out.append(statistics.median(a) / statistics.median(b))
+    return out
