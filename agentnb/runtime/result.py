@@ -102,3 +102,9 @@ class RunResult:
         from ..notebook.display import result_html
 
         return result_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        # IPython's text form (a terminal; text/plain in a notebook): the tree and cost summary.
+        from ..notebook.display import result_text
+
+        printer.text(result_text(self))

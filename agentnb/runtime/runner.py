@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,7 +27,7 @@ from ..errors import (
 from ..models.base import ModelClient
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.sizes import request_sizes, response_chars
-from ..trace.spans import Span
+from ..trace.spans import Listener, Span
 from ..trace.tokens import request_tokens, response_tokens
 from .agent import Agent
 from .context import Limits, RunContext, TokenBudget
@@ -48,15 +49,17 @@ async def run(
     approver: Any = None,
     deps: Any = None,
     run_id: str | None = None,
+    listeners: Sequence[Listener] = (),
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
     ``artifacts`` are documents the agents can hand to sub-agents by handle (the input itself
     is the handle ``"input"``). ``timeout`` and ``max_turns`` are shortcuts for the run's
-    wall-clock limit and the root agent's turn limit.
+    wall-clock limit and the root agent's turn limit. ``listeners`` are called as
+    ``listener(event, span)`` when any span starts or ends (live widgets use them).
     """
     ctx = start_context(agent, input, limits=limits, artifacts=artifacts, timeout=timeout,
-                        approver=approver, deps=deps, run_id=run_id)  # fmt: skip
+                        approver=approver, deps=deps, run_id=run_id, listeners=listeners)  # fmt: skip
     return await execute(agent, input, ctx, max_turns=max_turns)
 
 
@@ -70,6 +73,7 @@ def start_context(
     approver: Any = None,
     deps: Any = None,
     run_id: str | None = None,
+    listeners: Sequence[Listener] = (),
 ) -> RunContext:
     """Check the arguments of a run and build its context (raises `UserError`)."""
     if not isinstance(agent, Agent):
@@ -89,6 +93,7 @@ def start_context(
         limits=limits, artifacts=artifacts, run_id=run_id, approver=approver, deps=deps
     )
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
+    ctx.trace.listeners.extend(listeners)  # live widgets: see `agentnb.notebook.RunMonitor`
     return ctx
 
 
