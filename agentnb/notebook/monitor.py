@@ -1,0 +1,217 @@
+"""`RunMonitor`: a live view of a run, one row per agent: status, elapsed time, characters sent.
+
+It subscribes to the run's trace (``run(..., listeners=[monitor.listener])``). The listener is
+called on the thread of the loop that runs the agents — agentnb's background loop for a
+blocking call — so it only records what happened and schedules a redraw on that loop: at most
+one redraw per ``interval`` however many spans start and end, plus a tick while the run lasts so
+elapsed times move during a long model call. Setting a widget's value from that thread is safe:
+ipywidgets sends the change over the kernel's comm, whose iopub socket accepts sends from any
+thread, and a comm message is not tied to the cell that is running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as widgets
+
+from ._tree import count, plural
+
+if TYPE_CHECKING:
+    from ..runtime.result import RunResult
+    from ..trace.spans import Span
+
+
+@dataclass
+class AgentRow:
+    """What the monitor knows about one agent (one path) of the run."""
+
+    name: str
+    path: str
+    depth: int
+    status: str = "running"
+    activity: str = ""
+    started: float = field(default_factory=time.perf_counter)
+    ended: float | None = None
+    calls: list[Span] = field(default_factory=list)
+    """Its finished model calls: their sizes are read when drawing (they are filled in just
+    after the span ends)."""
+
+    @property
+    def chars_in(self) -> int:
+        return sum(int(s.attrs.get("chars_in") or 0) for s in self.calls)
+
+    def elapsed(self, now: float) -> float:
+        return (self.ended if self.ended is not None else now) - self.started
+
+
+class RunMonitor(widgets.VBox):
+    """Live progress of a run: ``display(monitor)`` then run with ``listeners=[monitor.listener]``
+    (`agentnb.notebook.run_live` and ``%%agent_run`` do both)."""
+
+    def __init__(self, title: str = "run", *, interval: float = 0.1, tick: float = 0.5) -> None:
+        self.title = title
+        self.interval = interval
+        self.tick = tick
+        self.rows: dict[str, AgentRow] = {}
+        self.state = "waiting"
+        self.error: str | None = None
+        self.redraws = 0
+        self._started: float | None = None
+        self._ended: float | None = None
+        self._lock = threading.RLock()
+        self._timer: asyncio.TimerHandle | None = None
+        self._last_draw = 0.0
+        self._view = widgets.HTML(layout=widgets.Layout(width="100%"))
+        super().__init__([self._view])
+        self.add_class("agentnb-monitor")
+        self.redraw()
+
+    # -- events from the trace (on the run's loop thread) ------------------------------------
+
+    def listener(self, event: str, span: Span) -> None:
+        """A `Trace` listener: ``trace.listeners.append(monitor.listener)``."""
+        with self._lock:
+            self._record(event, span)
+        self._schedule(final=event == "end" and span.kind == "run")
+
+    def _record(self, event: str, span: Span) -> None:
+        now = time.perf_counter()
+        if span.kind == "run":
+            if event == "start":
+                self._started, self.state = now, "running"
+            else:
+                self._ended = now
+            return
+        if span.kind == "agent":
+            row = self.rows.get(span.path)
+            if event == "start":
+                if row is None or span.name != row.name:  # new agent, or a handoff at this path
+                    self.rows[span.path] = AgentRow(span.name, span.path, span.depth, started=now)
+                else:
+                    row.status, row.ended = "running", None
+            elif row is not None:
+                row.status, row.ended, row.activity = span.status, now, ""
+            return
+        row = self.rows.get(span.path)
+        if row is None:
+            return
+        if span.kind == "model_call":
+            if event == "start":
+                row.activity = "waiting for the model"
+            else:
+                row.calls.append(span)
+                row.activity = ""
+        elif span.kind == "tool_call":
+            row.activity = f"running {span.name}" if event == "start" else ""
+
+    def _schedule(self, *, final: bool) -> None:
+        """Redraw soon, on the loop the run is on (so a model call's sizes, filled in just after
+        its span ends, are there), at most once per ``interval``; at the run's end, at once.
+        Runs on that loop's thread, like the listener, so the timer needs no lock."""
+        if final:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            self.redraw()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a trace driven by hand, outside any loop
+            self.redraw()
+            return
+        delay = max(0.0, self._last_draw + self.interval - time.perf_counter())
+        if self._timer is not None:
+            if self._timer.when() <= loop.time() + delay:
+                return  # a redraw is already due soon enough
+            self._timer.cancel()
+        self._timer = loop.call_later(delay, self._on_loop, loop)
+
+    def _on_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        if self._ended is not None:  # the run's end drew the last picture already
+            return
+        self.redraw()
+        # Keep ticking while the run lasts, so elapsed times move during a long model call.
+        self._timer = loop.call_later(self.tick, self._on_loop, loop)
+
+    # -- from the caller's thread ----------------------------------------------------------
+
+    def finish(self, result: RunResult) -> None:
+        """Show the outcome (the run is over; called by `run_live` on the caller's thread)."""
+        with self._lock:
+            if self._ended is None:
+                self._ended = time.perf_counter()
+            self.state = "ok" if result.ok else "failed"
+            if result.error is not None:
+                self.error = f"{type(result.error).__name__}: {result.error}"
+            for row in self.rows.values():
+                if row.status == "running":
+                    row.status = "cancelled" if not result.ok else "ok"
+                    row.ended = row.ended or self._ended
+                row.activity = ""
+        self.redraw()
+
+    def redraw(self) -> None:
+        with self._lock:
+            self._last_draw = time.perf_counter()
+            self.redraws += 1
+            self._view.value = self.render(self._last_draw)
+
+    def render(self, now: float) -> str:
+        """The monitor's HTML at time ``now`` (``time.perf_counter()``)."""
+        end = self._ended if self._ended is not None else now
+        took = f"{end - self._started:.1f} s" if self._started is not None else "–"
+        total = sum(r.chars_in for r in self.rows.values())
+        calls = sum(len(r.calls) for r in self.rows.values())
+        mark = {"ok": "✔", "failed": "✘", "running": "⏳"}.get(self.state, "…")
+        head = (
+            f"{mark} <b>{_esc(self.title)}</b> · {self.state} · {took} · "
+            f"{plural(calls, 'model call')} · {count(total)} chars sent"
+        )
+        if self.error:
+            head += f'<div style="color:#cf222e">{_esc(self.error)}</div>'
+        cells = "".join(
+            "<tr>"
+            f'<td style="padding-left:{0.3 + 1.2 * r.depth:.1f}em">{_esc(r.name)}</td>'
+            f"<td>{_esc(r.status)}</td><td>{_esc(r.activity)}</td>"
+            f'<td style="text-align:right">{r.elapsed(now):.1f} s</td>'
+            f'<td style="text-align:right">{len(r.calls)}</td>'
+            f'<td style="text-align:right">{count(r.chars_in)}</td>'
+            "</tr>"
+            for r in self.rows.values()
+        )
+        table = (
+            "<style>.agentnb-monitor-table td,.agentnb-monitor-table th{padding:1px 10px 1px 0}</style>"
+            '<table class="agentnb-monitor-table" style="border-collapse:collapse">'
+            "<thead><tr><th>agent</th><th>status</th><th>now</th><th>elapsed</th>"
+            "<th>calls</th><th>chars sent</th></tr></thead>"
+            f"<tbody>{cells}</tbody></table>"
+        )
+        return f"<div>{head}</div>{table}"
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """The rows as dicts (for tests and for printing in a terminal)."""
+        with self._lock:
+            return [
+                {
+                    "agent": r.name,
+                    "path": r.path,
+                    "status": r.status,
+                    "calls": len(r.calls),
+                    "chars_in": r.chars_in,
+                }  # fmt: skip
+                for r in self.rows.values()
+            ]
+
+    def __repr__(self) -> str:  # the text/plain nbval compares: nothing that changes per run
+        return f"RunMonitor({self.title!r})"
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value), quote=False)

@@ -1,0 +1,142 @@
+"""The widgets against a recording comm: what they send is what a front end would draw."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from notebook_support import CommLog, record_comms
+
+import agentnb as a
+from agentnb.notebook import RunMonitor, TraceExplorer
+
+
+@pytest.fixture
+def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> CommLog:
+    """Widgets in this test send to a recording comm, as in ipywidgets' own tests."""
+    return record_comms(monkeypatch)
+
+
+def team(n: int = 2, latency: float = 0.0) -> a.Agent:
+    subs = [
+        a.Agent(
+            f"expert{i}", "You check.", a.ScriptedModel([a.say(f"finding {i}")], latency=latency)
+        )
+        for i in range(n)
+    ]
+    calls = [a.tool_call(f"expert{i}", input="clause 7") for i in range(n)]
+    return a.Agent(
+        "coord",
+        "Coordinate.",
+        a.ScriptedModel([calls, a.say("all checked")], latency=latency),
+        subs,
+    )
+
+
+def test_the_monitor_ends_with_every_agent_its_calls_and_characters(dummy_comm):
+    monitor = RunMonitor("coord")
+    result = a.run_sync(team(), "review", listeners=[monitor.listener])
+    monitor.finish(result)
+
+    per_path = result.calls.groupby("path")["chars_in"].sum().to_dict()
+    assert monitor.snapshot() == [
+        {"agent": "coord", "path": "coord", "status": "ok", "calls": 2, "chars_in": per_path["coord"]},
+        {"agent": "expert0", "path": "coord/expert0", "status": "ok", "calls": 1,
+         "chars_in": per_path["coord/expert0"]},
+        {"agent": "expert1", "path": "coord/expert1", "status": "ok", "calls": 1,
+         "chars_in": per_path["coord/expert1"]},
+    ]  # fmt: skip
+    last = [m["state"]["value"] for m in dummy_comm.states() if "value" in m["state"]][-1]
+    assert "✔ <b>coord</b> · ok" in last and f"{result.chars_in:,} chars sent" in last
+    assert repr(monitor) == "RunMonitor('coord')"  # text/plain: the same in every run
+
+
+def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
+    threads: list[str] = []
+
+    class Spy(RunMonitor):
+        def redraw(self) -> None:
+            threads.append(threading.current_thread().name)
+            super().redraw()
+
+    monitor = Spy("coord", interval=60, tick=60)  # nothing is due again within this test
+    events: list[str] = []
+    result = a.run_sync(
+        team(n=6), "review", listeners=[monitor.listener, lambda e, s: events.append(e)]
+    )
+    monitor.finish(result)
+
+    # Created (1), the run's end (1, on the loop), finished (1): not one redraw per event.
+    assert len(events) == 2 * len(result.spans) > 30
+    assert threads == ["MainThread", "agentnb-loop", "MainThread"]
+    assert monitor.snapshot()[0]["calls"] == 2
+
+
+def test_the_monitor_shows_an_interrupted_run_as_failed(dummy_comm):
+    monitor = RunMonitor("stuck")
+    model = a.ScriptedModel([a.say("late")], latency=5)
+    result = a.run_sync(
+        a.Agent("stuck", "Wait.", model), "go", listeners=[monitor.listener], timeout=0.05
+    )
+    monitor.finish(result)
+
+    assert monitor.state == "failed" and monitor.error is not None
+    assert monitor.error.startswith("RunTimeout: ")
+    assert monitor.snapshot()[0]["status"] != "running"
+    assert "RunTimeout" in monitor.children[0].value
+
+
+def test_the_explorer_lists_the_span_tree_and_shows_a_calls_request_split(dummy_comm):
+    result = a.run_sync(team(), "review")
+    explorer = TraceExplorer(result)
+
+    labels = [label.replace("\xa0", " ") for label, _ in explorer.tree.options]
+    assert labels[0] == "agent coord"
+    assert labels[1].startswith("  model call 1 · ")
+    assert "  tool expert0" in labels and "    agent expert0" in labels
+    assert len(labels) == len(result.spans) - 1  # the run span repeats the root agent
+
+    row = result.calls.iloc[0]
+    explorer.select(row["span_id"])
+    detail = explorer.detail.value
+    assert (
+        f"<td>· tool schemas</td><td style='text-align:right'>{row['chars_in_tools']:,} (" in detail
+    )
+    assert f"<td>chars sent</td><td style='text-align:right'>{row['chars_in']:,}</td>" in detail
+    sent = [m["state"]["value"] for m in dummy_comm.states() if "value" in m["state"]]
+    assert sent and sent[-1] == detail  # the selection reached the front end
+    assert repr(explorer) == f"TraceExplorer({len(labels)} spans)"
+
+
+def test_the_dashboard_reruns_and_redraws_when_a_slider_moves(dummy_comm):
+    from agentnb.measure.scenarios import generalist, review_hierarchy
+    from agentnb.notebook import SweepDashboard
+
+    board = SweepDashboard(k=1, max_k=2, latency=0.0)
+    baseline = a.run_sync(generalist()).chars_in
+    two = a.run_sync(review_hierarchy(2, "inline")).chars_in
+    first_timeline = bytes(board.timeline_image.value)
+
+    board.k.value = 2  # what dragging the slider does
+    assert board.last_run is not None
+    assert sorted(board.last_run.calls["path"].unique()) == [
+        "coordinator",
+        "coordinator/opinion_1",
+        "coordinator/opinion_2",
+    ]
+    assert f"{two:,} characters sent, <b>{two / baseline:.2f}×</b>" in board.summary.value
+    assert (
+        bytes(board.timeline_image.value).startswith(b"\x89PNG")
+        and bytes(board.timeline_image.value) != first_timeline
+    )
+    assert bytes(board.multiplier_image.value).startswith(b"\x89PNG")
+    summaries = [
+        m["state"]["value"]
+        for m in dummy_comm.states()
+        if "<b>2 sub-agents</b>" in str(m["state"].get("value"))
+    ]
+    assert summaries  # the new numbers were sent to the front end
+
+    board.mode.value = "attached"
+    attached = a.run_sync(review_hierarchy(2, "attached")).chars_in
+    assert board.last_run.chars_in == attached < two
