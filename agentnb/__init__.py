@@ -59,12 +59,19 @@ from .trace import CALL_COLUMNS, canonical_request, request_sizes, set_tokenizer
 __version__ = "0.1.0"
 
 
+_NOTEBOOK = ("RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "run_live")
+
+
 def __getattr__(name: str) -> object:
     # agentnb.plot loads matplotlib: imported on first use so that `import agentnb` stays light.
     if name == "plot":
         import importlib
 
         return importlib.import_module(".plot", __name__)
+    if name in _NOTEBOOK:  # the notebook layer loads IPython and ipywidgets: on first use too
+        from . import notebook
+
+        return getattr(notebook, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 
@@ -92,4 +99,6 @@ __all__ = [
     # measure
     "scenarios", "sweep", "cost_table", "cost_fit", "breakdown", "breakdown_growth",
     "latency_series", "verifier_table", "critical_path", "Price", "Prices", "add_cost", "plot",
+    # notebook (imported on first use)
+    "RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "run_live",
 ]  # fmt: skip
