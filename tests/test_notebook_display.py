@@ -104,3 +104,12 @@ def test_fanout_renders_every_branch_and_why_one_is_missing():
     assert "slow: did not answer within 0.05 s" in text and "done quickly" in text
     assert "did not answer within 0.05 s" in html and "<td>fast</td>" in html
     assert re.sub(r"\d+\.\d{3} s", "", sanitize(text)) == re.sub(r"\d+\.\d{3} s", "", text)
+
+
+def test_a_fanout_displays_through_its_hooks():
+    from IPython.lib.pretty import pretty
+
+    agent = a.Agent("only", "O.", a.ScriptedModel([a.say("yes")]))
+    fanout = a.run_sync(parallel([agent], "check"))
+    assert pretty(fanout) == fanout_text(fanout)
+    assert fanout._repr_html_() == fanout_html(fanout)
