@@ -35,31 +35,42 @@ class Case:
         return f"{self.framework}: {self.name}"
 
 
-async def sample(case: Case, runs: int) -> list[float]:
-    """Microseconds per model call, one sample per run."""
+async def sample(case: Case, runs: int, cpu: list[float] | None = None) -> list[float]:
+    """Wall-clock microseconds per model call, one sample per run.
+
+    ``cpu`` receives the process CPU time of each run on the same scale: on a busy machine
+    the wall clock also counts time the process spent waiting for a core, the CPU time not.
+    """
     out: list[float] = []
     for _ in range(runs):
         case.reset()
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         await case.run()
-        out.append((time.perf_counter() - start) / case.calls_per_run * 1e6)
+        end, end_cpu = time.perf_counter(), time.process_time()
+        out.append((end - start) / case.calls_per_run * 1e6)
+        if cpu is not None:
+            cpu.append((end_cpu - start_cpu) / case.calls_per_run * 1e6)
     return out
 
 
-async def side_by_side(cases: list[Case], runs: int, block: int = 20) -> dict[str, list[float]]:
-    """Samples for each case, taken in interleaved blocks so that drift hits them alike."""
+async def side_by_side(
+    cases: list[Case], runs: int, block: int = 20
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU samples for each case, taken in interleaved blocks so that drift in the
+    machine's load hits every case alike."""
     for case in cases:  # warm up and check the outcome once
         for _ in range(3):
             case.reset()
             case.check(await case.run())
-    samples: dict[str, list[float]] = {case.key: [] for case in cases}
+    wall: dict[str, list[float]] = {case.key: [] for case in cases}
+    cpu: dict[str, list[float]] = {case.key: [] for case in cases}
     done = 0
     while done < runs:
         size = min(block, runs - done)
         for case in cases:
-            samples[case.key] += await sample(case, size)
+            wall[case.key] += await sample(case, size, cpu[case.key])
         done += size
-    return samples
+    return wall, cpu
 
 
 def _rewind(models: list[nb.ScriptedModel]) -> Callable[[], None]:

@@ -127,6 +127,14 @@ def _git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
+def _load() -> list[float] | None:
+    """The 1, 5 and 15-minute load averages at the start: other work on the machine shows here."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def machine_info() -> dict[str, Any]:
     """What the numbers were measured on: they mean little without it."""
     import agentnb
@@ -143,5 +151,6 @@ def machine_info() -> dict[str, Any]:
         "pandas": _version("pandas"),
         "git_commit": _git_commit(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "load_average": _load(),
         "argv": sys.argv[1:],
     }

@@ -48,6 +48,8 @@ def machine_line(machine: dict[str, Any]) -> str:
         parts.append(f"openai-agents {machine['openai_agents']}")
     parts.append(f"pandas {machine.get('pandas')}")
     parts.append(f"tokenizer: {machine.get('tokenizer')}")
+    if machine.get("load_average"):
+        parts.append("load average " + " / ".join(f"{x:.2f}" for x in machine["load_average"]))
     return " · ".join(p for p in parts if p)
 
 
