@@ -11,6 +11,7 @@ from .errors import (
     MaxTurnsExceeded,
     ModelBehaviorError,
     ModelHTTPError,
+    NoApprover,
     OutputValidationError,
     ReplayMismatch,
     RunCancelled,
@@ -21,6 +22,7 @@ from .errors import (
 from .measure import scenarios
 from .measure.critical import critical_path
 from .measure.prices import Price, Prices, add_cost
+from .measure.sections import section_costs
 from .measure.rounds import verifier_table
 from .measure.sweep import sweep
 from .measure.tables import breakdown, breakdown_growth, cost_fit, cost_table, latency_series
@@ -54,6 +56,7 @@ from .runtime import (
     run_sync,
     tool,
 )
+from .runtime.approval import Approval, PendingCall, approve_all, reject_all
 from .trace import CALL_COLUMNS, canonical_request, request_sizes, set_tokenizer
 
 __version__ = "0.1.0"
@@ -85,7 +88,7 @@ def load_ipython_extension(ipython: object) -> None:
 __all__ = [
     # errors
     "AgentnbError", "AgentRunError", "BudgetExceeded", "MaxTurnsExceeded", "ModelBehaviorError",
-    "ModelHTTPError", "OutputValidationError", "ReplayMismatch", "RunCancelled", "RunTimeout",
+    "ModelHTTPError", "NoApprover", "OutputValidationError", "ReplayMismatch", "RunCancelled", "RunTimeout",
     "ScriptExhausted", "UserError",
     # models
     "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "ScriptedModel",
@@ -94,11 +97,12 @@ __all__ = [
     # runtime
     "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
     "ToolCallContext", "assemble_prompt", "run", "run_sync", "tool",
+    "Approval", "PendingCall", "approve_all", "reject_all",
     # trace
     "CALL_COLUMNS", "canonical_request", "request_sizes", "set_tokenizer",
     # measure
     "scenarios", "sweep", "cost_table", "cost_fit", "breakdown", "breakdown_growth",
-    "latency_series", "verifier_table", "critical_path", "Price", "Prices", "add_cost", "plot",
+    "latency_series", "verifier_table", "critical_path", "section_costs", "Price", "Prices", "add_cost", "plot",
     # notebook (imported on first use)
     "RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "run_live",
 ]  # fmt: skip

@@ -19,6 +19,15 @@ class UserError(AgentnbError, ValueError):
     """agentnb was used the wrong way: fix the call, the agent or the tool definition."""
 
 
+class NoApprover(UserError):
+    """A call needs a person's approval but the run has no approver (and no notebook to ask in).
+
+    Found only once a run has started, so like an `AgentRunError` it ends the run with
+    ``ok=False`` rather than raising; unlike one, it is never turned into text for the caller
+    (a missing approver is a setup mistake, not something a model can work around).
+    """
+
+
 class AgentRunError(AgentnbError):
     """A run that had started could not finish. Held in ``RunResult.error``."""
 
@@ -85,6 +94,7 @@ __all__ = [
     "MaxTurnsExceeded",
     "ModelBehaviorError",
     "ModelHTTPError",
+    "NoApprover",
     "OutputValidationError",
     "ReplayMismatch",
     "RunCancelled",

@@ -90,6 +90,9 @@ def wait(awaitable: Awaitable[T]) -> T:
         holder["task"] = asyncio.current_task()  # type: ignore[assignment]
         return await awaitable
 
+    global _main_blocked
+    on_main = threading.current_thread() is threading.main_thread()
+    _main_blocked += on_main
     future = asyncio.run_coroutine_threadsafe(main(), loop)
     try:
         return future.result()
@@ -102,3 +105,14 @@ def wait(awaitable: Awaitable[T]) -> T:
         except BaseException:
             pass
         raise
+    finally:
+        _main_blocked -= on_main
+
+
+_main_blocked = 0
+
+
+def main_thread_blocked() -> bool:
+    """Whether the main thread is blocked in `wait` now. In Jupyter the main thread is the
+    kernel's: while it blocks, widget clicks cannot reach Python (see `runtime.approval`)."""
+    return _main_blocked > 0

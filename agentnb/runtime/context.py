@@ -79,6 +79,11 @@ class RunContext:
         deps: Any = None,
     ) -> RunContext:
         run_id = run_id or uuid.uuid4().hex[:12]
+        if approver is not None and not callable(approver):
+            raise UserError(
+                f"approver must be a function pending -> agentnb.Approval (sync or async), got "
+                f"{type(approver).__name__}; agentnb.approve_all / reject_all suit tests."
+            )
         if artifacts is not None:
             if not isinstance(artifacts, dict) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in artifacts.items()

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-SpanKind = Literal["run", "agent", "model_call", "tool_call"]
+SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval"]
+"""``approval``: time a call waited for a person (or an approver) to allow it, kept apart
+from model latency."""
 
 CALL_COLUMNS = (
     "run_id", "span_id", "parent_id", "agent", "model", "path", "depth", "turn",

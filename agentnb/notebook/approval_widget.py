@@ -1,0 +1,107 @@
+"""The approval prompt: a notebook's default approver for ``as_tool(..., needs_approval=...)``.
+
+It shows who calls which sub-agent, the task and the attached documents, with Approve /
+Reject buttons and a reason field, and waits for the click. The run awaits on its event loop
+(agentnb's background loop, or the kernel's with ``await agentnb.run``); the buttons' callbacks
+fire on the kernel's thread when the click arrives. A thread-safe future joins the two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import html
+from typing import Any
+
+from ..runtime.approval import Approval, PendingCall
+
+PREVIEW_CHARS = 4_000
+"""How much of a long input or document the prompt shows."""
+
+
+class ApprovalPrompt:
+    """The widget for one pending call; `decide` is what the buttons call."""
+
+    def __init__(self, pending: PendingCall) -> None:
+        import ipywidgets as w
+
+        self.pending = pending
+        self.future: concurrent.futures.Future[Approval] = concurrent.futures.Future()
+        who = html.escape
+        self.header = w.HTML(
+            f"<b>Approval needed</b>: <b>{who(pending.caller)}</b> wants to call "
+            f"<b>{who(pending.agent)}</b> (tool <code>{who(pending.tool)}</code>) at "
+            f"<code>{who(pending.path)}</code>"
+        )
+        self.input = w.Textarea(
+            value=_preview(pending.input), description="Input", disabled=True,
+            layout=w.Layout(width="100%", height="6em"),
+        )  # fmt: skip
+        documents = []
+        for handle, text in pending.artifacts.items():
+            box = w.Textarea(value=_preview(text), disabled=True,
+                             layout=w.Layout(width="100%", height="10em"))  # fmt: skip
+            documents.append((f"{handle} ({len(text):,} characters)", box))
+        self.artifacts = w.Accordion(children=[box for _, box in documents])
+        for index, (title, _) in enumerate(documents):
+            self.artifacts.set_title(index, title)
+        self.reason = w.Text(
+            description="Reason", placeholder="why (sent to the calling agent when rejected)",
+            layout=w.Layout(width="100%"),
+        )  # fmt: skip
+        self.approve_button = w.Button(description="Approve", button_style="success", icon="check")
+        self.reject_button = w.Button(description="Reject", button_style="danger", icon="times")
+        self.status = w.HTML()
+        self.approve_button.on_click(lambda _: self.decide(True))
+        self.reject_button.on_click(lambda _: self.decide(False))
+        parts: list[Any] = [self.header, self.input]
+        if documents:
+            parts.append(self.artifacts)
+        parts += [self.reason, w.HBox([self.approve_button, self.reject_button]), self.status]
+        self.widget = w.VBox(parts)
+
+    def decide(self, approved: bool, reason: str | None = None) -> None:
+        """Approve or reject (the buttons call this; the first decision wins)."""
+        reason = self.reason.value.strip() if reason is None else reason
+        try:
+            self.future.set_result(Approval(approved, reason))
+        except concurrent.futures.InvalidStateError:  # decided already, or the run stopped
+            return
+        self._close("Approved" if approved else "Rejected" + (f": {reason}" if reason else ""))
+
+    def _close(self, status: str) -> None:
+        for control in (self.approve_button, self.reject_button, self.reason):
+            control.disabled = True
+        self.status.value = f"<i>{html.escape(status)}</i>"
+
+    async def wait(self) -> Approval:
+        """The decision, awaited on whatever event loop the run uses."""
+        try:
+            return await asyncio.wrap_future(self.future)
+        except asyncio.CancelledError:
+            self.future.cancel()  # a late click then does nothing
+            if self.future.cancelled():
+                self._close("The run was stopped before a decision.")
+            raise
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _preview(text: str) -> str:
+    if len(text) <= PREVIEW_CHARS:
+        return text
+    return f"{text[:PREVIEW_CHARS]}\n[... {len(text) - PREVIEW_CHARS:,} more characters]"
+
+
+def _show(widget: Any) -> None:
+    from IPython.display import display
+
+    display(widget)
+
+
+async def widget_approver(pending: PendingCall) -> Approval:
+    """Show an `ApprovalPrompt` for ``pending`` and wait for a person's click."""
+    prompt = ApprovalPrompt(pending)
+    _show(prompt.widget)
+    return await prompt.wait()

@@ -1,0 +1,194 @@
+"""A person's approval before a sub-agent call: ``as_tool(..., needs_approval=...)``.
+
+Who approves is set per run: ``run(..., approver=fn)``, where ``fn(pending) -> Approval`` may be
+sync (run in a worker thread, off the event loop, since it may wait for a person) or async.
+`approve_all` and `reject_all` are for tests and scripts. In a notebook with no approver the
+default is a widget showing the call, with Approve / Reject and a reason (``agentnb.notebook
+.approval_widget``, looked up only then: the runtime does not import the notebook layer).
+
+What happens:
+
+- approved: the sub-agent runs as usual;
+- rejected: the caller gets ``"call to <tool> rejected: <reason>"`` as the tool result and the
+  run goes on (the model can rephrase, ask for something else, or answer without it);
+- no approver and no notebook: the run ends with ``ok=False`` and a `NoApprover` error. A call
+  that needs approval is never approved silently. In a notebook, a blocking `run_sync` cell
+  cannot receive the widget's click (the kernel thread is the one waiting), so that is the
+  same error, saying to ``await agentnb.run(...)`` instead;
+- an approver or a ``needs_approval`` callable that raises counts as a rejection (fail closed).
+
+The wait is traced apart from model latency: an ``approval`` span under the tool-call span,
+``approval_wait_s`` on the tool-call span, and an ``approval`` log event with ``wait_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Union
+
+from ..errors import NoApprover, UserError
+from .tools import ToolCallContext
+
+if TYPE_CHECKING:
+    from .agent_tool import AgentTool
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """An approver's decision. A rejection's ``reason`` is passed on to the calling agent."""
+
+    approved: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class PendingCall:
+    """A sub-agent call waiting for approval: what an approver (or a person) gets to see."""
+
+    agent: str
+    """The sub-agent that would run."""
+    tool: str
+    """The tool name the caller used."""
+    input: str
+    """The task as the caller wrote it (for a structured input, the text built from it)."""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    """Documents attached by handle, with their text."""
+    path: str = ""
+    """Where the sub-agent would run, e.g. ``coordinator/legal``."""
+    caller: str = ""
+    """The calling agent."""
+    arguments: Any = None
+    """The parsed arguments (a pydantic object), for ``needs_approval`` callables that need fields."""
+    run_id: str = ""
+
+
+Approver = Callable[[PendingCall], Union[Approval, bool, Awaitable[Union[Approval, bool]]]]  # noqa: UP007
+"""A function pending -> Approval (or True / False), sync or async."""
+
+
+def approve_all(pending: PendingCall) -> Approval:
+    """An approver that approves every call."""
+    return Approval(True, "approve_all")
+
+
+def reject_all(pending: PendingCall) -> Approval:
+    """An approver that rejects every call."""
+    return Approval(False, "the run's approver rejects every call (reject_all)")
+
+
+_INSTANT: frozenset[Any] = frozenset({approve_all, reject_all})
+"""Approvers known not to block: called on the loop, without a worker thread."""
+
+
+async def check_approval(
+    tool: AgentTool, parsed: Any, text: str, tcx: ToolCallContext
+) -> str | None:
+    """Ask for approval of a call to ``tool`` if it needs one.
+
+    Returns None when the call may go ahead, else the text its caller gets back. Raises
+    `NoApprover` (which ends the run) when nobody can be asked.
+    """
+    ctx, caller = tcx.run, tcx.caller
+    handles = list(getattr(parsed, "artifacts", None) or []) if tool.input_schema is None else []
+    pending = PendingCall(
+        agent=tool.agent.name if tool.agent is not None else tool.name,
+        tool=tool.name,
+        input=parsed.input if tool.input_schema is None else text,
+        artifacts={h: ctx.artifacts[h] for h in handles if h in ctx.artifacts},
+        path=f"{caller.path}/{tool.name}",
+        caller=caller.agent.name,
+        arguments=parsed,
+        run_id=ctx.run_id,
+    )
+    trace = ctx.trace
+    if tool.needs_approval is not True:
+        try:
+            needed = tool.needs_approval(pending)
+            if inspect.isawaitable(needed):
+                needed = await needed
+        except Exception as exc:
+            reason = f"needs_approval raised {type(exc).__name__}: {exc}"
+            trace.log("approval", depth=caller.depth, path=caller.path, agent=pending.agent,
+                      tool=tool.name, approved=False, reason=reason, wait_s=0.0)  # fmt: skip
+            return f"call to {tool.name} rejected: {reason}"
+        if not needed:
+            return None
+    approver = ctx.approver if ctx.approver is not None else default_approver(pending)
+    span = trace.start("approval", tool.name, tcx.span, agent=caller.agent.name, path=caller.path,
+                       depth=caller.depth, target=pending.agent)  # fmt: skip
+    started = time.perf_counter()
+    try:
+        verdict = await _ask(approver, pending)
+    except asyncio.CancelledError:
+        trace.end(span, "cancelled")
+        raise
+    except UserError:
+        trace.end(span, "error")
+        raise
+    except Exception as exc:  # a broken approver rejects: a call is never approved by accident
+        verdict = Approval(False, f"the approver failed ({type(exc).__name__}: {exc})")
+    waited = time.perf_counter() - started
+    status = "ok" if verdict.approved else "refused"
+    trace.end(span, status, approved=verdict.approved, reason=verdict.reason, wait_s=waited)
+    tcx.span.attrs["approval_wait_s"] = waited
+    trace.log("approval", depth=caller.depth, path=caller.path, agent=pending.agent,
+              tool=tool.name, approved=verdict.approved, reason=verdict.reason, wait_s=waited)  # fmt: skip
+    if verdict.approved:
+        return None
+    return f"call to {tool.name} rejected: {verdict.reason or 'no reason given'}"
+
+
+async def _ask(approver: Any, pending: PendingCall) -> Approval:
+    is_async = inspect.iscoroutinefunction(approver) or inspect.iscoroutinefunction(
+        type(approver).__call__  # an object with an async __call__
+    )
+    if is_async or any(approver is instant for instant in _INSTANT):
+        answer = approver(pending)
+    else:  # a sync approver may wait for a person: keep the loop (and other branches) running
+        answer = await asyncio.to_thread(approver, pending)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    if isinstance(answer, bool):
+        return Approval(answer)
+    if not isinstance(answer, Approval):
+        raise UserError(
+            f"The approver returned {type(answer).__name__}; it must return "
+            "agentnb.Approval(approved, reason) (or True / False)."
+        )
+    return answer
+
+
+def default_approver(pending: PendingCall) -> Approver:
+    """The approver of a run that set none: the notebook widget, else `NoApprover`."""
+    if in_notebook():
+        from ._loop import main_thread_blocked
+
+        if not main_thread_blocked():
+            from ..notebook.approval_widget import widget_approver
+
+            return widget_approver
+        raise NoApprover(
+            f"The call to {pending.tool} at {pending.path} needs approval, and the approval "
+            "prompt cannot receive your click while run_sync blocks the kernel. Run it with "
+            "`result = await agentnb.run(...)` in the cell, or pass run_sync(..., approver=...)."
+        )
+    raise NoApprover(
+        f"The call to {pending.tool} at {pending.path} needs approval, but the run has no "
+        "approver. Pass run(..., approver=fn) with fn(pending) -> agentnb.Approval(...), "
+        "or approver=agentnb.approve_all / agentnb.reject_all in tests and scripts."
+    )
+
+
+def in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (where a widget can ask a person)."""
+    if "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
