@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import random
 
+import pandas as pd
+
 from agentnb.models.types import Message, ModelRequest, OutputSchema, ToolCall, ToolSpec
 from agentnb.trace.sizes import (
     COMPONENTS,
@@ -19,7 +21,7 @@ from agentnb.trace.sizes import (
     message_size,
     request_sizes,
 )
-from agentnb.trace.spans import Span, Trace
+from agentnb.trace.spans import CALL_COLUMNS, Span, Trace
 
 ALPHABET = 'ab "\\\n\t\u00e9\u2028\U0001f600\x00\x1f/{}:,'
 
@@ -96,3 +98,36 @@ def test_spans_added_by_hand_are_still_closed():
     trace.close_open_under(s["sub_a"], "cancelled")
     assert extra.status == "cancelled" and s["model_a"].status == "cancelled"
     assert s["sub_b"].ended is None
+
+
+def _reference_frame(rows: list[dict]) -> pd.DataFrame:
+    """The plain definition: rows in start order, a column per name, None where missing."""
+    ordered = sorted(rows, key=lambda r: r.get("started") or 0.0)
+    return pd.DataFrame(
+        {c: [r.get(c) for r in ordered] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS)
+    )
+
+
+def _rows(rnd: random.Random, n: int) -> list[dict]:
+    rows = []
+    for i in range(n):
+        row = {c: rnd.randint(0, 9) for c in CALL_COLUMNS}
+        row.update(run_id="r", span_id=f"s{i}", path=rnd.choice(["c", "c/a"]), status="ok")
+        row["started"] = rnd.choice([0.5, 0.25, 1.0, 0.0]) + i * 1e-9 * rnd.randint(0, 1)
+        rows.append(row)
+    return rows
+
+
+def test_the_calls_frame_matches_its_plain_definition():
+    rnd = random.Random(3)
+    trace = Trace("r")
+    assert trace.calls_frame().equals(_reference_frame([]))
+    trace.call_rows = _rows(rnd, 200)
+    frame = trace.calls_frame()
+    assert frame.equals(_reference_frame(trace.call_rows))
+    assert list(frame.dtypes) == list(_reference_frame(trace.call_rows).dtypes)
+    # rows missing columns (even their start time) still give the same frame
+    trace.call_rows[3].pop("tokens_in")
+    trace.call_rows[7]["started"] = None
+    trace.call_rows[9].pop("started")
+    assert trace.calls_frame().equals(_reference_frame(trace.call_rows))

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import itemgetter
 from typing import Any, Literal
 
 SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval"]
@@ -27,6 +28,7 @@ CALL_COLUMNS = (
     "provider_tokens_in", "provider_tokens_out", "tool_calls", "stop_reason", "retries", "status",
 )  # fmt: skip
 """The columns of ``RunResult.calls``, in order: the trace schema's single definition."""
+_STARTED = CALL_COLUMNS.index("started")
 
 
 @dataclass(slots=True)
@@ -178,9 +180,22 @@ class Trace:
         parallel finish in any order, but a table reads best in the order the calls were made."""
         import pandas as pd
 
-        rows = sorted(self.call_rows, key=lambda r: r.get("started") or 0.0)
+        rows = self.call_rows
+        if not rows:
+            return pd.DataFrame({c: [] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS))
+        # Read each row once, all its columns together, then transpose: at 100,000 rows,
+        # visiting every row dict once per column was most of the time (issue 5: <= 1 s).
+        try:
+            values = list(map(itemgetter(*CALL_COLUMNS), rows))
+        except KeyError:  # a row without some column: those cells are None
+            values = [tuple(r.get(c) for c in CALL_COLUMNS) for r in rows]
+        at = _STARTED
+        try:
+            values = sorted(values, key=itemgetter(at))
+        except TypeError:  # a call with no start time sorts first
+            values = sorted(values, key=lambda v: v[at] or 0.0)
         return pd.DataFrame(
-            {c: [r.get(c) for r in rows] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS)
+            dict(zip(CALL_COLUMNS, map(list, zip(*values)))), columns=list(CALL_COLUMNS)
         )
 
     def spans_frame(self) -> Any:
