@@ -44,8 +44,10 @@ class Message:
     """For tool messages: which call this is the result of."""
     name: str | None = None
     """For tool messages: the tool's name."""
-    _size: Any = field(default=None, repr=False, compare=False)
-    _tokens: Any = field(default=None, repr=False, compare=False)
+    # Caches (see above). Not init fields, so that ``dataclasses.replace(message, content=...)``
+    # makes a message measured afresh rather than one carrying the old message's size.
+    _size: Any = field(default=None, init=False, repr=False, compare=False)
+    _tokens: Any = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def user(cls, text: str) -> Message:
@@ -118,11 +120,19 @@ class Usage:
     requests: int = 0
 
     def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
         return Usage(
             _add(self.input_tokens, other.input_tokens),
             _add(self.output_tokens, other.output_tokens),
             self.requests + other.requests,
         )
+
+    def __radd__(self, other: object) -> Usage:
+        # ``sum(usages)`` starts from 0
+        if other == 0:
+            return Usage(self.input_tokens, self.output_tokens, self.requests)
+        return NotImplemented
 
     @property
     def total_tokens(self) -> int | None:

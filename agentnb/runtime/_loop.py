@@ -58,6 +58,8 @@ def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:
         coro: Awaitable[Any] = execute(target, input, ctx, max_turns=max_turns)
     elif inspect.isawaitable(target):
         if input is not None or kwargs:
+            if inspect.iscoroutine(target):
+                target.close()  # it will never run: no "never awaited" warning
             raise UserError(
                 "run_sync(awaitable) takes no other arguments; pass them to the coroutine function."
             )
@@ -97,9 +99,15 @@ def wait(awaitable: Awaitable[T]) -> T:
     try:
         return future.result()
     except KeyboardInterrupt:
-        task = holder.get("task")
-        if task is not None:
-            loop.call_soon_threadsafe(task.cancel)
+
+        def cancel() -> None:  # on the loop's thread, where `main` records its task
+            task = holder.get("task")
+            if task is not None:
+                task.cancel()  # the future then ends when the task has cleaned up
+            else:
+                future.cancel()  # not started yet: it never will
+
+        loop.call_soon_threadsafe(cancel)
         try:
             future.result(timeout=10)
         except BaseException:

@@ -93,8 +93,12 @@ class Agent:
         if cached is not None and cached[0] is self.output_type:
             return cached[1]
         adapter: TypeAdapter[Any] = TypeAdapter(self.output_type)
-        name = getattr(self.output_type, "__name__", None) or "output"
-        schema = OutputSchema(_snake(name), _clean_schema(adapter.json_schema()))
+        union = _is_union(self.output_type)
+        members = typing.get_args(self.output_type) if union else (self.output_type,)
+        # one model: "verdict"; a union: "refusal_or_approval"
+        name = "_or_".join(_snake(getattr(m, "__name__", "output")) for m in members)
+        name = name if len(name) <= 64 else "output"  # providers cap a schema's name at 64
+        schema = OutputSchema(name, _clean_schema(adapter.json_schema()))
         self.__dict__["_output_cache"] = (self.output_type, (adapter, schema))
         return adapter, schema
 

@@ -101,6 +101,10 @@ async def execute(
     agent: Agent, input: str | list[Message], ctx: RunContext, *, max_turns: int | None = None
 ) -> RunResult:
     """Run the root agent in a prepared context; see `run`."""
+    if max_turns is not None and (
+        not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1
+    ):
+        raise UserError(f"max_turns must be a positive integer, got {max_turns!r}")
     trace = ctx.trace
     root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
     messages = _initial_messages(input, ctx)
@@ -141,10 +145,11 @@ def _finish(
 ) -> None:
     if state in ctx.active:
         ctx.active.remove(state)
-    ctx.trace.close_open("cancelled" if status == "ok" else status)
-    ctx.trace.end(ctx.trace.spans[0], status) if ctx.trace.spans and ctx.trace.spans[
-        0
-    ].ended is None else None
+    if ctx.trace.spans:  # spans still open below the run span were cut short; the run has status
+        root = ctx.trace.spans[0]
+        ctx.trace.close_open_under(root, "cancelled" if status == "ok" else status)
+        if root.ended is None:
+            ctx.trace.end(root, status)
     extra = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
     ctx.trace.log("run_end", depth=0, path=state.path, agent=state.agent.name, status=status,
                   model_calls=ctx.model_calls, **extra)  # fmt: skip

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError, create_model
 
 from ..errors import UserError
 from ..models.types import ToolSpec
@@ -179,8 +179,15 @@ def function_tool(
             f"Tool {tool_name!r} has no description: the model needs one to know when to call it. "
             "Add a docstring or pass tool(fn, description='...')."
         )
-    args_model, context_param = _args_model(fn, tool_name, arg_docs)
-    schema = _clean_schema(args_model.model_json_schema())
+    try:
+        args_model, context_param = _args_model(fn, tool_name, arg_docs)
+        schema = _clean_schema(args_model.model_json_schema())
+    except PydanticUserError as exc:  # a type pydantic cannot describe
+        first_line = str(exc).splitlines()[0]
+        raise UserError(
+            f"Tool {tool_name!r}: its parameters cannot be described as a JSON schema ({first_line}). "
+            "Annotate each parameter with a type pydantic knows (str, int, a BaseModel, ...)."
+        ) from None
     return Tool(tool_name, text, schema, fn, args_model, max_result_chars, context_param)
 
 
@@ -206,10 +213,7 @@ def _args_model(
 ) -> tuple[type[BaseModel], str | None]:
     from pydantic import Field
 
-    try:
-        hints = get_type_hints(fn)
-    except Exception:
-        hints = {}
+    hints = _type_hints(fn)
     fields: dict[str, Any] = {}
     context_param = None
     for pname, param in inspect.signature(fn).parameters.items():
@@ -223,10 +227,35 @@ def _args_model(
             )
         if annotation is inspect.Parameter.empty:
             annotation = Any
+        elif isinstance(annotation, str):
+            raise UserError(
+                f"Tool {tool_name!r}: the type {annotation!r} of parameter {pname!r} cannot be resolved "
+                "(a type defined inside a function, under `from __future__ import annotations`?). "
+                "Define it at module level."
+            )
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
     model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
     return model, context_param
+
+
+def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
+    """The resolved annotations; when one cannot be resolved (a type local to a function under
+    ``from __future__ import annotations``), the others still are, one by one."""
+    try:
+        return get_type_hints(fn)
+    except Exception:
+        pass
+    hints: dict[str, Any] = {}
+    namespace = getattr(fn, "__globals__", {})
+    for pname, annotation in getattr(fn, "__annotations__", {}).items():
+        if isinstance(annotation, str):
+            try:
+                annotation = eval(annotation, namespace)  # what get_type_hints does, per name
+            except Exception:
+                pass
+        hints[pname] = annotation
+    return hints
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -6,8 +6,9 @@ estimate dressed up as a count. A provider's own usage is recorded beside these 
 
 A request's count is the sum of the tokens of its texts — the system prompt, each tool spec's
 JSON, each message's content and tool-call arguments — without the few tokens per message a
-provider adds for its chat format. Each message's count is cached on the message, so a
-history that is reread on every turn is only counted once.
+provider adds for its chat format. Each message's count is cached on the message (and the
+system prompt's and tool specs' in small tables), so what is resent on every turn is only
+counted once.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ Encoder = Callable[[str], int]
 DEFAULT_ENCODING = "o200k_base"
 
 _lock = threading.Lock()
-_state: dict[str, Any] = {"loaded": False, "encoder": None, "method": "unavailable"}
+_state: dict[str, Any] = {
+    "loaded": False,
+    "encoder": None,
+    "method": "unavailable",
+    "generation": 0,
+}
+# ``generation`` changes with every `set_tokenizer`, so a count cached under one tokenizer is
+# never served under another that happens to carry the same method name.
 
 
 def set_tokenizer(count: Encoder | None, method: str = "custom") -> None:
@@ -34,6 +42,9 @@ def set_tokenizer(count: Encoder | None, method: str = "custom") -> None:
     ``method`` is what the ``tokens_method`` column will say, e.g. ``"tiktoken:cl100k_base"``.
     """
     with _lock:
+        _state["generation"] += 1
+        _spec_tokens.clear()
+        _text_tokens.clear()
         if count is None:
             _state.update(loaded=False, encoder=None, method="unavailable")
         else:
@@ -64,17 +75,30 @@ def _load_tiktoken() -> tuple[Encoder | None, str]:
 
 
 def message_tokens(message: Message, count: Encoder, method: str) -> int:
+    key = (method, _state["generation"])
     cached = message._tokens
-    if cached is not None and cached[0] == method:
+    if cached is not None and cached[0] == key:
         return cached[1]
     n = count(message.content or "") if message.content else 0
     for call in message.tool_calls:
         n += count(call.arguments)
-    message._tokens = (method, n)
+    message._tokens = (key, n)
     return n
 
 
 _spec_tokens: dict[tuple[int, str], tuple[object, int]] = {}
+_text_tokens: dict[str, int] = {}
+"""Counts of system prompts and output schemas, which are resent on every turn like history."""
+
+
+def _cached_count(text: str, count: Encoder) -> int:
+    n = _text_tokens.get(text)
+    if n is None:
+        n = count(text)
+        if len(_text_tokens) > 10_000:
+            _text_tokens.clear()
+        _text_tokens[text] = n
+    return n
 
 
 def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
@@ -82,7 +106,7 @@ def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
     count, method = tokenizer()
     if count is None:
         return None, "unavailable"
-    n = count(request.system) if request.system else 0
+    n = _cached_count(request.system, count) if request.system else 0
     for spec in request.tools:
         key = (id(spec), method)
         hit = _spec_tokens.get(key)
@@ -93,7 +117,7 @@ def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
             _spec_tokens[key] = hit
         n += hit[1]
     if request.output_schema is not None:
-        n += count(dumps(request.output_schema.schema))
+        n += _cached_count(dumps(request.output_schema.schema), count)
     for message in request.messages:
         n += message_tokens(message, count, method)
     return n, method
