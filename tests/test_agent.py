@@ -1,0 +1,132 @@
+"""Agent construction: mistakes raise `UserError` at once, saying what to do."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+import agentnb as a
+
+
+class Verdict(BaseModel):
+    ok: bool
+
+
+def documented(x: int) -> int:
+    """Return x."""
+    return x
+
+
+def model() -> a.ScriptedModel:
+    return a.ScriptedModel([a.say("ok")])
+
+
+@pytest.mark.parametrize(
+    "output_type", [dict, str, int, Verdict(ok=True), list[Verdict], None | int]
+)
+def test_an_output_type_that_is_not_a_pydantic_model_is_refused(output_type: object):
+    with pytest.raises(a.UserError, match="output_type must be a pydantic model") as info:
+        a.Agent("judge", "Judge.", model(), output_type=output_type)
+    assert "class Answer(BaseModel)" in str(info.value)
+
+
+def test_a_union_with_a_non_model_member_is_refused():
+    with pytest.raises(a.UserError, match="str"):
+        a.Agent("judge", "Judge.", model(), output_type=Verdict | str)
+
+
+def test_two_tools_with_one_name_are_refused():
+    def other(y: int) -> int:
+        """Also x."""
+        return y
+
+    with pytest.raises(a.UserError, match="two tools named 'documented'") as info:
+        a.Agent("w", "x", model(), [documented, a.tool(other, name="documented")])
+    assert "rename one" in str(info.value)
+
+
+def test_a_tool_named_like_a_sub_agent_is_refused():
+    sub = a.Agent("documented", "Sub.", model())
+    with pytest.raises(a.UserError, match="two tools named 'documented'"):
+        a.Agent("w", "x", model(), [documented, sub])
+
+
+def test_a_lambda_tool_needs_a_name():
+    with pytest.raises(a.UserError, match="'<lambda>' is not usable") as info:
+        a.Agent("w", "x", model(), [lambda x: x])
+    assert "name='...'" in str(info.value)
+
+
+def test_a_tool_without_a_docstring_needs_a_description():
+    def bare(x: int) -> int:
+        return x
+
+    with pytest.raises(a.UserError, match="'bare' has no description") as info:
+        a.Agent("w", "x", model(), [bare])
+    assert "docstring" in str(info.value)
+    # the way out the message names works
+    agent = a.Agent("w", "x", model(), [a.tool(bare, description="Return x.")])
+    assert list(agent.tool_map()) == ["bare"]
+
+
+def test_a_lambda_with_a_name_and_description_is_a_tool():
+    fn = a.tool(lambda x: x, name="ident", description="Return x.")
+    assert fn.name == "ident"
+
+
+def test_tools_with_var_args_are_refused():
+    def spread(*values: int) -> int:
+        """Sum."""
+        return sum(values)
+
+    with pytest.raises(a.UserError, match=r"\*args and \*\*kwargs"):
+        a.tool(spread)
+
+
+def test_a_non_callable_tool_is_refused():
+    with pytest.raises(a.UserError, match="function, an Agent or a Tool"):
+        a.Agent("w", "x", model(), ["search"])
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, "10", None])
+def test_bad_max_turns_is_refused(bad: object):
+    with pytest.raises(a.UserError, match="max_turns must be a positive integer"):
+        a.Agent("w", "x", model(), max_turns=bad)  # type: ignore[arg-type]
+
+
+def test_an_agent_needs_a_name():
+    with pytest.raises(a.UserError, match="non-empty name"):
+        a.Agent("  ", "x", model())
+
+
+def test_user_errors_are_value_errors_and_agentnb_errors():
+    assert issubclass(a.UserError, ValueError) and issubclass(a.UserError, a.AgentnbError)
+    for run_error in (a.MaxTurnsExceeded, a.RunTimeout, a.BudgetExceeded, a.RunCancelled,
+                      a.ScriptExhausted, a.OutputValidationError):  # fmt: skip
+        assert issubclass(run_error, a.AgentRunError)
+        assert not issubclass(run_error, a.UserError)
+
+
+async def test_run_refuses_bad_arguments_before_starting():
+    agent = a.Agent("w", "x", model())
+    with pytest.raises(a.UserError, match="Agent first"):
+        await a.run("w", "hi")  # type: ignore[arg-type]
+    with pytest.raises(a.UserError, match="input must be text"):
+        await a.run(agent, 42)  # type: ignore[arg-type]
+    with pytest.raises(a.UserError, match="Limits"):
+        await a.run(agent, "hi", limits={"max_tokens": 5})  # type: ignore[arg-type]
+    with pytest.raises(a.UserError, match="timeout must be positive"):
+        await a.run(agent, "hi", timeout=0)
+    with pytest.raises(a.UserError, match="no model"):
+        await a.run(a.Agent("w", "x"), "hi")
+    assert agent.model.requests == []  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5])
+async def test_run_refuses_a_bad_max_turns(bad: object):
+    agent = a.Agent("w", "x", model())
+    with pytest.raises(a.UserError, match="max_turns must be a positive integer"):
+        await a.run(agent, "hi", max_turns=bad)  # type: ignore[arg-type]
+    with pytest.raises(a.UserError, match="max_turns must be a positive integer"):
+        a.run_sync(agent, "hi", max_turns=bad)
+    assert agent.model.requests == []  # type: ignore[union-attr]
