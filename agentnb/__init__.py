@@ -39,6 +39,7 @@ from .models import (
     say,
     tool_call,
 )
+from .models.anthropic import AnthropicModel
 from .models.openai import OpenAIModel
 from .models.recording import record, replay
 from .runtime import (
@@ -92,7 +93,7 @@ __all__ = [
     "ScriptExhausted", "UserError",
     # models
     "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "ScriptedModel",
-    "OpenAIModel", "record", "replay",
+    "AnthropicModel", "OpenAIModel", "record", "replay",
     "ToolCall", "ToolSpec", "Usage", "say", "tool_call",
     # runtime
     "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",

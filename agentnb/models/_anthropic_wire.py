@@ -1,0 +1,213 @@
+"""agentnb's types to and from the Anthropic Messages API.
+
+The Messages API differs from Chat Completions in four ways that matter here:
+
+- the system prompt is a top-level ``system`` field, not a message;
+- an assistant turn is a list of content blocks: ``text`` and ``tool_use`` (whose ``input`` is
+  a JSON object, not a string);
+- tool results are ``tool_result`` blocks inside a *user* message, and the results of one
+  turn's parallel calls must travel together in one user message (so consecutive tool
+  messages, and any user text right after them, are merged into one user turn);
+- structured output: every model accepts a tool it is made to call (``"tool"``, the default),
+  recent ones a JSON schema (``output_config``, ``"native"``), any an instruction (``"prompt"``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from ._openai_wire import schema_instruction
+from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
+
+StructuredMode = Literal["tool", "native", "prompt"]
+
+OUTPUT_TOOL = "final_answer"
+"""The tool a structured answer is given through in ``"tool"`` mode."""
+
+_WRAPPED = "response"
+"""The property a non-object output schema is wrapped in (a tool's input must be an object)."""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    # The API wants an object. Arguments that are not one only come from histories made
+    # elsewhere (a script, another provider); keep them visible rather than drop them.
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        return {"_raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"_raw_arguments": arguments}
+
+
+def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """A message as (role, content blocks) of the Messages API."""
+    if message.role == "tool":
+        result = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
+                  "content": message.content or ""}  # fmt: skip
+        return "user", [result]
+    blocks: list[dict[str, Any]] = []
+    if message.content:
+        blocks.append({"type": "text", "text": message.content})
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
+                       "input": _tool_input(call.arguments)})  # fmt: skip
+    if not blocks:
+        blocks.append({"type": "text", "text": message.content or ""})
+    return message.role, blocks
+
+
+def messages_to_wire(messages: list[Message]) -> list[dict[str, Any]]:
+    """The history as alternating user / assistant turns; consecutive same-role messages
+    (parallel tool results, a note after them) become one turn. A user turn that is a single
+    text block is sent as a plain string."""
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        role, blocks = _blocks(message)
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    for turn in turns:
+        content = turn["content"]
+        if turn["role"] == "user" and len(content) == 1 and content[0]["type"] == "text":
+            turn["content"] = content[0]["text"]
+    return turns
+
+
+def _object_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """A schema usable as a tool's input (an object), and whether it had to be wrapped."""
+    if schema.get("type") == "object":
+        return schema, False
+    inner = {k: v for k, v in schema.items() if k != "$defs"}
+    wrapped: dict[str, Any] = {
+        "type": "object", "properties": {_WRAPPED: inner}, "required": [_WRAPPED],
+    }  # fmt: skip
+    if "$defs" in schema:
+        wrapped["$defs"] = schema["$defs"]
+    return wrapped, True
+
+
+def output_tool_name(request: ModelRequest) -> str:
+    """The output tool's name, kept clear of the agent's own tools."""
+    name = OUTPUT_TOOL
+    taken = {t.name for t in request.tools}
+    while name in taken:
+        name += "_"
+    return name
+
+
+def request_to_wire(
+    model: str, request: ModelRequest, mode: StructuredMode, max_tokens: int
+) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for one request."""
+    system = request.system
+    schema: OutputSchema | None = request.output_schema
+    if schema is not None and mode == "prompt":
+        system = (
+            f"{system}\n\n{schema_instruction(schema)}" if system else schema_instruction(schema)
+        )
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_output_tokens or max_tokens,
+        "messages": messages_to_wire(request.messages),
+    }
+    if system:
+        body["system"] = system
+    tools = [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters}
+        for t in request.tools
+    ]
+    if schema is not None and mode == "tool":
+        name = output_tool_name(request)
+        tools.append({
+            "name": name,
+            "description": f"Give your final answer ({schema.name}) by calling this tool; "
+                           "call it once, when you are done.",
+            "input_schema": _object_schema(schema.schema)[0],
+        })  # fmt: skip
+        # With other tools the model may still use them first; without, it must answer now.
+        body["tool_choice"] = {"type": "any"} if request.tools else {"type": "tool", "name": name}
+    elif schema is not None and mode == "native":
+        body["output_config"] = {"format": {"type": "json_schema", "schema": schema.schema}}
+    if tools:
+        body["tools"] = tools
+    return body
+
+
+_STOP: dict[str, StopReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "pause_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "error",
+}
+
+
+class MalformedReply(ValueError):
+    """The server's 200 answer is not a message agentnb can read."""
+
+
+def response_from_wire(message: Any, request: ModelRequest, mode: StructuredMode) -> ModelResponse:
+    """A `ModelResponse` from a parsed ``Message`` (raises `MalformedReply`).
+
+    In ``"tool"`` mode a call of the output tool is the final answer: its input, as JSON
+    text, becomes the response's text (other calls of the same turn are dropped, and an
+    ``output_tool`` event says so).
+    """
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise MalformedReply("it has no content list")
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in content:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            texts.append(block.text)
+        elif kind == "tool_use":
+            if not getattr(block, "name", None):
+                raise MalformedReply(f"a tool_use block has no name: {block!r}"[:200])
+            calls.append(ToolCall(block.name, _dumps(block.input or {}), block.id or ""))
+    text: str | None = "".join(texts) if texts else None
+    events: list[dict[str, Any]] = []
+    reason = str(getattr(message, "stop_reason", None))
+    stop: StopReason = _STOP.get(reason, "stop")
+    if reason in ("refusal", "pause_turn"):
+        events.append({"event": reason})
+    schema = request.output_schema
+    if schema is not None and mode == "tool":
+        name = output_tool_name(request)
+        final = next((c for c in calls if c.name == name), None)
+        if final is not None:
+            value = json.loads(final.arguments)
+            if _object_schema(schema.schema)[1] and isinstance(value, dict):
+                value = value.get(_WRAPPED, value)
+            events.append({"event": "output_tool", "dropped_calls": len(calls) - 1})
+            text, calls, stop = _dumps(value), [], "stop"
+    if calls:
+        stop = "tool_calls"
+    usage = getattr(message, "usage", None)
+    return ModelResponse(
+        text=text,
+        tool_calls=calls,
+        usage=Usage(_input_tokens(usage), getattr(usage, "output_tokens", None), 1),
+        stop_reason=stop,
+        model=getattr(message, "model", None),
+        events=events,
+    )
+
+
+def _input_tokens(usage: Any) -> int | None:
+    """Every input token the request was billed for: cache reads and writes are reported
+    apart from ``input_tokens``, and leaving them out would understate what was sent."""
+    if usage is None or getattr(usage, "input_tokens", None) is None:
+        return None
+    extra = (getattr(usage, "cache_creation_input_tokens", None) or 0) + (
+        getattr(usage, "cache_read_input_tokens", None) or 0
+    )
+    return int(usage.input_tokens) + int(extra)
