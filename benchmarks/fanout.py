@@ -101,9 +101,12 @@ def bench_fanout(
         ratio = summarize([w / latency for w in walls])
         per_branch = summarize([(w - latency) / n * 1e6 for w in walls])
         cpu_branch = summarize([w / n * 1e6 for w in cpu])
-        data["sizes"][n] = {"wall_s": summarize(walls), "ratio": ratio,
-                            "overhead_us_per_branch": per_branch,
-                            "cpu_us_per_branch_zero_latency": cpu_branch}  # fmt: skip
+        data["sizes"][n] = {
+            "wall_s": summarize(walls),
+            "ratio": ratio,
+            "overhead_us_per_branch": per_branch,
+            "cpu_us_per_branch_zero_latency": cpu_branch,
+        }
         case = f"{n:,} branches × {latency:g} s"
         limit = TARGET_RATIO if n >= 1000 else None
         rows.append(timed_row(case, "wall ÷ critical path", ratio, "×", limit=limit))
@@ -127,7 +130,7 @@ def bench_fanout(
             "repeats": repeats,
             "reviewer_latency": reviewer_latency,
             "reviewer_repeats": reviewer_repeats,
-        },  # fmt: skip
+        },
         "data": data,
         "rows": rows,
     }

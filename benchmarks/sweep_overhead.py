@@ -93,7 +93,7 @@ def bench_sweep(configs: int = 100, repeats: int = 5) -> dict[str, Any]:
             "ms",
             limit=TARGET_MS,
             note="sweep minus a plain loop over the same runs",
-        ),  # fmt: skip
+        ),
         timed_row(
             f"{configs} configurations", "one configuration's run (reference)", per_run, "ms"
         ),

@@ -95,7 +95,7 @@ def bench_trace_scale(
             "s",
             limit=TARGET_S if full else None,
             note="" if full else f"the target is for {TARGET_CALLS:,} calls",
-        ),  # fmt: skip
+        ),
         row(
             f"{calls:,} model calls",
             "run time per model call",
