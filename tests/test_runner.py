@@ -72,6 +72,17 @@ async def test_limits_timeout_is_the_same_as_the_timeout_shortcut():
     assert isinstance(result.error, a.RunTimeout)
 
 
+async def test_a_client_s_own_timeout_is_not_taken_for_the_run_s():
+    def timed_out(request: a.ModelRequest) -> object:
+        raise TimeoutError("read timed out")
+
+    result = await a.run(a.Agent("w", "x", a.FunctionModel(timed_out)), "go", timeout=30)
+
+    assert not result.ok and type(result.error) is TimeoutError
+    assert str(result.error) == "read timed out"
+    assert list(result.calls["status"]) == ["error"]
+
+
 async def test_the_model_call_budget():
     model = looping_model()
     agent = a.Agent("looper", "Loop.", model, [fetch])

@@ -123,11 +123,13 @@ async def execute(
             output = await coro
         else:
             try:
-                output = await asyncio.wait_for(coro, timeout)
+                output = await asyncio.wait_for(_own_timeouts(coro), timeout)
             except asyncio.TimeoutError:
                 raise RunTimeout(
                     f"The run did not finish within its timeout of {timeout:g} s."
                 ) from None
+            except _InnerTimeout as inner:  # a client's own timeout, not the run's
+                raise inner.error from inner.error.__cause__
     except asyncio.CancelledError:
         _finish(ctx, state, "cancelled")
         raise
@@ -138,6 +140,21 @@ async def execute(
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     _finish(ctx, state, status, error)
     return build_result(ctx, output, error)
+
+
+class _InnerTimeout(Exception):
+    """Carries a TimeoutError raised inside the run (an HTTP client's) past ``wait_for``,
+    which would otherwise be taken for the run's own timeout."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def _own_timeouts(coro: Any) -> Any:
+    try:
+        return await coro
+    except asyncio.TimeoutError as exc:
+        raise _InnerTimeout(exc) from None
 
 
 def _finish(
