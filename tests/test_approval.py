@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import agentnb as a
+from agentnb.measure.approvals import approval_wait, approvals
 from agentnb.notebook import approval_widget
 from agentnb.runtime import approval
 from agentnb.runtime.approval import Approval, PendingCall, approve_all, reject_all
@@ -100,6 +101,11 @@ def test_a_callable_decides_per_call_which_calls_need_approval():
         "risky #0",
         "call to legal rejected: not without a lawyer",
     ]
+    table = approvals(result)  # only the call somebody was asked about
+    assert table[["path", "agent", "approved", "reason"]].to_dict("records") == [
+        {"path": "boss", "agent": "legal", "approved": False, "reason": "not without a lawyer"}
+    ]
+    assert approval_wait(result) == table["wait_s"].sum()
 
 
 async def test_an_async_approver_is_awaited_and_the_wait_is_traced_apart_from_model_latency():
