@@ -115,6 +115,16 @@ async def test_a_second_bad_answer_ends_the_run_with_output_validation_error():
     assert len(result.calls) == 2
 
 
+async def test_a_bad_answer_on_the_last_turn_is_an_output_error_not_a_turn_limit():
+    model = a.ScriptedModel([a.say("not json"), a.say("never asked")])
+
+    result = await a.run(a.Agent("judge", "x", model, output_type=Verdict, max_turns=1), "?")
+
+    assert isinstance(result.error, a.OutputValidationError)
+    assert "1 attempt(s)" in str(result.error)
+    assert len(model.requests) == 1
+
+
 async def test_output_retries_bounds_the_re_asks():
     model = a.ScriptedModel([a.say("no")] * 4)
     agent = a.Agent("judge", "x", model, output_type=Verdict, output_retries=2)

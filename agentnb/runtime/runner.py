@@ -288,7 +288,7 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             try:
                 output = structured[0].validate_json(_strip_fence(text))
             except ValidationError as exc:
-                if reasks >= agent.output_retries:
+                if reasks >= agent.output_retries or turn == max_turns:  # no turn left to re-ask
                     raise OutputValidationError(
                         f"{agent.name}'s answer did not match {schema.name if schema else 'the output type'} "
                         f"after {reasks + 1} attempt(s): {_errors(exc)}"
