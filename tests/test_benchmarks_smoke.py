@@ -115,7 +115,7 @@ def test_token_counting_reads_only_new_texts_each_turn():
     rows = _check(section, "token_cache")
     assert _metric(rows, "texts tokenized per turn")[0]["value"] == 2.0
     # a cold pass: system prompt, tool spec, the task, then two texts per turn but the last
-    assert section["data"]["texts_per_pass"] == 3 + 2 * 7
+    assert section["data"]["texts_total"] == 3 + 2 * 7
     assert section["data"]["texts_uncached"] == sum(3 + 2 * (t - 1) for t in range(1, 9))
 
 
