@@ -276,7 +276,7 @@ def test_the_key_never_appears_in_anything_agentnb_shows_or_writes(server, tmp_p
     assert server.headers[0]["authorization"] == f"Bearer {KEY}"  # it was used...
     shown = [repr(model), str(model), repr(vars(model)), repr(recorder), repr(agent)]
     for result in (good, bad):
-        shown += [repr(result), *result.log_lines(), result.calls.to_csv(),
+        shown += [repr(result), result._repr_html_(), *result.log_lines(), result.calls.to_csv(),
                   result.trace.spans_frame().to_csv(), repr(result.spans),
                   json.dumps(result.span_tree(), default=str)]  # fmt: skip
     shown += [str(bad.error), repr(bad.error), repr(bad.error.args), repr(bad.error.__dict__)]
@@ -325,6 +325,18 @@ async def test_one_model_serves_both_the_background_loop_and_the_running_loop(se
     assert len(model._slots) == 2  # a client per loop
     await model.aclose()
     assert len(model._slots) == 1
+
+
+def test_clients_of_closed_loops_are_dropped(server):
+    server.script = [completion("one"), completion("two")]
+    model = openai_model(server)
+    request = ModelRequest("", [a.Message.user("hi")])
+
+    asyncio.run(model.request(request))
+    asyncio.run(model.request(request))
+
+    assert len(model._slots._items) == 1  # the first loop's client went with its loop
+    assert len(model._slots) == 0  # and the second loop is closed too
 
 
 def test_a_configured_client_is_used_as_is_but_without_its_own_retries(server):
