@@ -118,8 +118,13 @@ def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
         n += hit[1]
     if request.output_schema is not None:
         n += _cached_count(dumps(request.output_schema.schema), count)
-    for message in request.messages:
-        n += message_tokens(message, count, method)
+    key = (method, _state["generation"])
+    for message in request.messages:  # the whole history, every turn: keep this loop lean
+        cached = message._tokens
+        if cached is not None and cached[0] == key:
+            n += cached[1]
+        else:
+            n += message_tokens(message, count, method)
     return n, method
 
 
