@@ -39,7 +39,11 @@ def bench_overhead(
     data: dict[str, Any] = {}
     for ours, theirs in pairs:
         mine, mine_cpu = summarize(samples[ours.key]), summarize(cpu[ours.key])
-        data[f"agentnb: {ours.name}"] = {"wall_us": mine, "cpu_us": mine_cpu}
+        data[f"agentnb: {ours.name}"] = {
+            "wall_us": mine,
+            "cpu_us": mine_cpu,
+            "fastest_block_us": _fastest_block(samples[ours.key], block),
+        }
         rows.append(
             timed_row(
                 f"agentnb · {ours.name}",
@@ -47,20 +51,24 @@ def bench_overhead(
                 mine,
                 "µs",
                 limit=TARGET_US,
-                note=_cpu_note(mine_cpu),
+                note=_note(mine_cpu, samples[ours.key], block),
             )
         )
         if theirs is None:
             continue
         other, other_cpu = summarize(samples[theirs.key]), summarize(cpu[theirs.key])
-        data[f"openai-agents: {theirs.name}"] = {"wall_us": other, "cpu_us": other_cpu}
+        data[f"openai-agents: {theirs.name}"] = {
+            "wall_us": other,
+            "cpu_us": other_cpu,
+            "fastest_block_us": _fastest_block(samples[theirs.key], block),
+        }
         rows.append(
             timed_row(
                 f"openai-agents · {theirs.name}",
                 "µs per model call",
                 other,
                 "µs",
-                note=_cpu_note(other_cpu),
+                note=_note(other_cpu, samples[theirs.key], block),
             )
         )
         ratios = _block_ratios(samples[theirs.key], samples[ours.key], block)
@@ -96,8 +104,16 @@ def bench_overhead(
     }
 
 
-def _cpu_note(stats: dict[str, float]) -> str:
-    return f"CPU time {stats['median']:,.0f} µs (IQR {stats['q1']:,.0f}–{stats['q3']:,.0f})"
+def _fastest_block(samples: list[float], block: int) -> float:
+    """The lowest median of one block of runs: what the machine gives when nothing else runs."""
+    return min(statistics.median(samples[i : i + block]) for i in range(0, len(samples), block))
+
+
+def _note(cpu: dict[str, float], wall: list[float], block: int) -> str:
+    return (
+        f"CPU time {cpu['median']:,.0f} µs (IQR {cpu['q1']:,.0f}–{cpu['q3']:,.0f}); "
+        f"fastest block median {_fastest_block(wall, block):,.0f} µs"
+    )
 
 
 def _block_ratios(theirs: list[float], ours: list[float], block: int) -> list[float]:
