@@ -300,10 +300,60 @@ async def test_in_a_notebook_a_rejection_with_a_reason_reaches_the_caller(notebo
     assert "Rejected: ask finance first" in notebook[0].status.value
 
 
-def test_in_a_notebook_a_blocking_run_sync_cannot_take_clicks_and_says_so(notebook):
+class FakeKernel:
+    """A kernel whose stdin channel answers ``raw_input`` from a list (or raises)."""
+
+    def __init__(self, *answers: str | BaseException) -> None:
+        self.answers = list(answers)
+        self.prompts: list[str] = []
+
+    def raw_input(self, prompt: str = "") -> str:
+        self.prompts.append(prompt)
+        answer = self.answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+
+@pytest.fixture
+def kernel_stdin(notebook, monkeypatch: pytest.MonkeyPatch):
+    import IPython
+
+    def use(*answers: str | BaseException) -> FakeKernel:
+        kernel = FakeKernel(*answers)
+        shell = type("Shell", (), {"kernel": kernel})()
+        monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+        return kernel
+
+    return use
+
+
+@pytest.mark.parametrize(
+    ("answer", "tool_result"),
+    [("y", "risky #0"), ("ask finance first", "call to legal rejected: ask finance first"),
+     ("n", "call to legal rejected: no reason given")],
+)  # fmt: skip
+def test_a_cell_blocked_in_run_sync_asks_on_the_stdin_channel(
+    kernel_stdin, notebook, capsys, answer, tool_result
+):
+    kernel = kernel_stdin(answer)
+    boss, boss_model, _ = legal_team(attach=True)
+    result = a.run_sync(boss, "go", artifacts={"clause": CLAUSE})
+
+    assert result.ok and notebook == []  # no widget: its click could not arrive
+    assert boss_model.requests[1].tool_results == [tool_result]
+    assert kernel.prompts == ["Approve? y = yes; a reason (or n) rejects: "]
+    shown = capsys.readouterr().out
+    assert "boss wants to call legal (tool legal) at boss/legal" in shown
+    assert f"clause ({len(CLAUSE)} characters)" in shown
+
+
+def test_a_frontend_without_stdin_is_a_clear_error(kernel_stdin):
+    from IPython.core.error import StdinNotImplementedError
+
+    kernel_stdin(StdinNotImplementedError("no stdin"))
     boss, _, legal_model = legal_team()
     result = a.run_sync(boss, "go")
 
     assert not result.ok and isinstance(result.error, a.NoApprover)
-    assert "await agentnb.run" in str(result.error)
-    assert notebook == [] and legal_model.requests == []
+    assert "cannot ask for input" in str(result.error) and legal_model.requests == []

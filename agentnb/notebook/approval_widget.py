@@ -1,9 +1,14 @@
 """The approval prompt: a notebook's default approver for ``as_tool(..., needs_approval=...)``.
 
-It shows who calls which sub-agent, the task and the attached documents, with Approve /
-Reject buttons and a reason field, and waits for the click. The run awaits on its event loop
-(agentnb's background loop, or the kernel's with ``await agentnb.run``); the buttons' callbacks
-fire on the kernel's thread when the click arrives. A thread-safe future joins the two.
+`widget_approver` shows who calls which sub-agent, the task and the attached documents, with
+Approve / Reject buttons and a reason field, and waits for the click. The run awaits on its
+event loop (agentnb's background loop, or the kernel's with ``await agentnb.run``); the
+buttons' callbacks fire on the kernel's thread when the click arrives. A thread-safe future
+joins the two.
+
+A cell blocked in `run_sync` (``%%agent_run`` among others) holds the kernel's thread, so a
+click could not be delivered until the run ends. There `text_approver` asks on the stdin
+channel instead, like ``input()``, which a frontend answers while a cell runs.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import concurrent.futures
 import html
 from typing import Any
 
+from ..errors import NoApprover
 from ..runtime.approval import Approval, PendingCall
 
 PREVIEW_CHARS = 4_000
@@ -105,3 +111,34 @@ async def widget_approver(pending: PendingCall) -> Approval:
     prompt = ApprovalPrompt(pending)
     _show(prompt.widget)
     return await prompt.wait()
+
+
+YES = frozenset({"y", "yes", "ok", "approve", "approved"})
+
+
+def text_approver(pending: PendingCall) -> Approval:
+    """Ask on the kernel's stdin channel (sync: the runtime calls it in a worker thread).
+
+    ``y`` approves; anything else rejects, and text other than ``n`` is the reason.
+    """
+    from IPython import get_ipython
+    from IPython.core.error import StdinNotImplementedError
+
+    documents = ", ".join(f"{h} ({len(t):,} characters)" for h, t in pending.artifacts.items())
+    print(
+        f"Approval needed: {pending.caller} wants to call {pending.agent} "
+        f"(tool {pending.tool}) at {pending.path}\nInput: {_preview(pending.input)}"
+        + (f"\nDocuments: {documents}" if documents else ""),
+        flush=True,
+    )
+    try:
+        answer = get_ipython().kernel.raw_input("Approve? y = yes; a reason (or n) rejects: ")
+    except StdinNotImplementedError:
+        raise NoApprover(
+            f"The call to {pending.tool} at {pending.path} needs approval, and this frontend "
+            "cannot ask for input (a notebook run headless?). Pass run(..., approver=...)."
+        ) from None
+    answer = answer.strip()
+    if answer.lower() in YES:
+        return Approval(True)
+    return Approval(False, "" if answer.lower() in ("", "n", "no") else answer)

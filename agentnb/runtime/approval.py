@@ -12,9 +12,10 @@ What happens:
 - rejected: the caller gets ``"call to <tool> rejected: <reason>"`` as the tool result and the
   run goes on (the model can rephrase, ask for something else, or answer without it);
 - no approver and no notebook: the run ends with ``ok=False`` and a `NoApprover` error. A call
-  that needs approval is never approved silently. In a notebook, a blocking `run_sync` cell
-  cannot receive the widget's click (the kernel thread is the one waiting), so that is the
-  same error, saying to ``await agentnb.run(...)`` instead;
+  that needs approval is never approved silently. In a notebook, a cell blocked in `run_sync`
+  (``%%agent_run``) cannot receive a widget's click, since the kernel's thread is the one
+  waiting: there the question is asked as text on the stdin channel, like ``input()``
+  (``await agentnb.run(...)`` gets the widget);
 - an approver or a ``needs_approval`` callable that raises counts as a rejection (fail closed).
 
 The wait is traced apart from model latency: an ``approval`` span under the tool-call span,
@@ -165,17 +166,15 @@ async def _ask(approver: Any, pending: PendingCall) -> Approval:
 
 def default_approver(pending: PendingCall) -> Approver:
     """The approver of a run that set none: the notebook widget, else `NoApprover`."""
-    if in_notebook():
+    if in_notebook():  # the notebook layer, looked up only now
+        from ..notebook import approval_widget
         from ._loop import main_thread_blocked
 
-        if not main_thread_blocked():
-            from ..notebook.approval_widget import widget_approver
-
-            return widget_approver
-        raise NoApprover(
-            f"The call to {pending.tool} at {pending.path} needs approval, and the approval "
-            "prompt cannot receive your click while run_sync blocks the kernel. Run it with "
-            "`result = await agentnb.run(...)` in the cell, or pass run_sync(..., approver=...)."
+        # A cell blocked in run_sync holds the kernel's thread: no click could arrive.
+        return (
+            approval_widget.text_approver
+            if main_thread_blocked()
+            else approval_widget.widget_approver
         )
     raise NoApprover(
         f"The call to {pending.tool} at {pending.path} needs approval, but the run has no "

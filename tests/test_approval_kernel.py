@@ -1,0 +1,125 @@
+"""Approval in a real ipykernel (this interpreter, started by the test), answered the way a
+frontend answers: a click sent as a ``comm_msg`` on the shell channel while an awaiting cell
+runs, and an ``input_reply`` on the stdin channel while a cell is blocked in `run_sync`."""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from jupyter_client import KernelClient, KernelManager
+from notebook_support import jupyter_env
+
+SETUP = """
+import agentnb as a
+
+def team():
+    legal_model = a.ScriptedModel([a.say("risky")])
+    legal = a.Agent("legal", "Review.", legal_model)
+    boss_model = a.ScriptedModel([a.tool_call("legal", input="review it"), a.say("done")])
+    boss = a.Agent("boss", "Coordinate.", boss_model, [legal.as_tool(needs_approval=True)])
+    return boss, boss_model
+"""
+REPORT = "print(res.ok, bm.requests[1].tool_results, [e['approved'] for e in res.trace.events if e['event'] == 'approval'])"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelClient]:
+    env = jupyter_env(tmp_path_factory.mktemp("jupyter"))
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        manager = KernelManager(kernel_name="python3")
+        manager.start_kernel(env={**os.environ})
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        run_cell(client, SETUP)
+        yield client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def run_cell(
+    client: KernelClient,
+    code: str,
+    *,
+    on_message: Callable[[dict[str, Any]], None] | None = None,
+    allow_stdin: bool = False,
+) -> list[dict[str, Any]]:
+    """Run ``code``; return its iopub messages once the kernel is idle; fail on an error."""
+    msg_id = client.execute(code, allow_stdin=allow_stdin)
+    seen: list[dict[str, Any]] = []
+    while True:
+        try:
+            msg = client.get_iopub_msg(timeout=30)
+        except queue.Empty:
+            pytest.fail(f"the kernel went quiet running {code[:60]!r}")
+        seen.append(msg)
+        if on_message is not None:
+            on_message(msg)
+        if (
+            msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle"
+            and msg["parent_header"].get("msg_id") == msg_id
+        ):
+            errors = [m["content"]["evalue"] for m in seen if m["msg_type"] == "error"]
+            assert not errors, errors
+            return seen
+
+
+def printed(messages: list[dict[str, Any]]) -> str:
+    return "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
+
+
+def send_comm(client: KernelClient, comm_id: str, data: dict[str, Any]) -> None:
+    """What the browser sends when a person types in or clicks a widget."""
+    client.shell_channel.send(client.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+
+
+def test_an_awaiting_cell_shows_the_widget_and_a_click_approves(kernel):
+    widgets: dict[str, str] = {}
+
+    def browser(msg: dict[str, Any]) -> None:
+        if msg["msg_type"] != "comm_open":
+            return
+        state = msg["content"]["data"]["state"]
+        label = state.get("description")
+        if label in ("Approve", "Reason"):
+            widgets[label] = msg["content"]["comm_id"]
+        if len(widgets) == 2 and "clicked" not in widgets:
+            widgets["clicked"] = "yes"
+            send_comm(kernel, widgets["Reason"], {"method": "update", "state": {"value": "fine"},
+                                                  "buffer_paths": []})  # fmt: skip
+            send_comm(kernel, widgets["Approve"], {"method": "custom",
+                                                   "content": {"event": "click"}})  # fmt: skip
+
+    cell = run_cell(kernel, f"boss, bm = team()\nres = await a.run(boss, 'go')\n{REPORT}",
+                    on_message=browser)  # fmt: skip
+
+    assert widgets.get("clicked") == "yes"
+    assert printed(cell).strip() == "True ['risky'] [True]"
+
+
+def test_a_cell_blocked_in_run_sync_asks_on_stdin_and_a_reason_rejects(kernel):
+    answered: list[str] = []
+
+    def person() -> None:
+        request = kernel.get_stdin_msg(timeout=30)
+        answered.append(request["content"]["prompt"])
+        kernel.input("ask finance first")
+
+    threading.Thread(target=person, daemon=True).start()
+    cell = run_cell(kernel, f"boss, bm = team()\nres = a.run_sync(boss, 'go')\n{REPORT}",
+                    allow_stdin=True)  # fmt: skip
+
+    assert answered == ["Approve? y = yes; a reason (or n) rejects: "]
+    out = printed(cell)
+    assert "Approval needed: boss wants to call legal (tool legal) at boss/legal" in out
+    assert out.strip().endswith("True ['call to legal rejected: ask finance first'] [False]")
