@@ -35,9 +35,38 @@ OUTCOME_COLORS = {"approved": "tab:green", "redo": "tab:orange"}
 def _figure(width: float = 7.0, height: float = 4.0, rows: int = 1) -> tuple[Figure, list[Axes]]:
     from matplotlib.figure import Figure
 
+    show_in_ipython()
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
     return fig, list(axes)
+
+
+def show_in_ipython(shell: Any = None) -> None:
+    """Let IPython show a `Figure` a cell returns as an image.
+
+    pyplot's inline backend registers that formatter when pyplot is imported; these figures are
+    built without pyplot, so in a fresh kernel a returned figure would show only as
+    ``<Figure size ...>``. Does nothing outside IPython or when a formatter is already there.
+    """
+    import sys
+
+    if shell is None:
+        if "IPython" not in sys.modules:
+            return
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    formatters = getattr(getattr(shell, "display_formatter", None), "formatters", None)
+    if not formatters or "image/png" not in formatters:
+        return
+    from matplotlib.figure import Figure
+
+    png = formatters["image/png"]
+    if Figure in png.type_printers:
+        return
+    from IPython.core.pylabtools import print_figure
+
+    png.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight"))
 
 
 def _integer_ticks(ax: Axes) -> None:
