@@ -31,7 +31,8 @@ def section_costs(result: Any, *, by: Literal["agent", "section"] = "agent") -> 
     section adds to each call, how many calls sent it, the total, and its ``share`` of all
     system-prompt characters of the run.
     ``by="section"``: one row per section across the hierarchy (most expensive first), with the
-    agents that use it: a section shared by five agents shows its full cost here.
+    agents that use it: a section shared by five agents shows its full cost here. Sections
+    are told apart by heading, so give shared ones a heading no other section uses.
     """
     import pandas as pd
 
