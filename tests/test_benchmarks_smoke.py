@@ -145,4 +145,4 @@ def test_the_runner_refuses_unknown_benchmarks(capsys):
     with pytest.raises(SystemExit):
         main(["--only", "nope"])
     assert "unknown benchmark" in capsys.readouterr().err
-    assert set(PLAN) == {"cost", "token_cache", "overhead", "sweep", "fanout", "trace_scale"}
+    assert set(PLAN) == {"cost", "token_cache", "fanout", "sweep", "overhead", "trace_scale"}
