@@ -59,10 +59,12 @@ Listener = Callable[[str, Span], None]
 class Trace:
     """Collects spans, model-call rows and log events for one run (and its sub-agents)."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, t0: float | None = None) -> None:
         self.run_id = run_id
         self.started_at = datetime.now(timezone.utc)
-        self._t0 = time.perf_counter()
+        self._t0 = time.perf_counter() if t0 is None else t0
+        """``perf_counter`` at time zero. Runs started together by a pattern (a fan-out, a
+        chain) share one, so their span times sit on one clock and can be compared."""
         self.spans: list[Span] = []
         self.call_rows: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
@@ -72,6 +74,10 @@ class Trace:
         self._open: dict[str, Span] = {}
         # Spans not ended yet, in start order: closing what a finished sub-agent left open
         # then costs the few spans still running, not a scan of a trace of 100,000 spans.
+
+    @property
+    def t0(self) -> float:
+        return self._t0
 
     def now(self) -> float:
         return time.perf_counter() - self._t0
