@@ -4,7 +4,7 @@ from ._loop import run_sync
 from .agent import Agent
 from .agent_tool import AgentTool
 from .context import Limits, RunContext
-from .handoffs import Handoff
+from .handoffs import Handoff, HandoffConfig
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
 from .runner import run
@@ -12,6 +12,6 @@ from .tools import Tool, ToolCallContext, tool
 from .transfer import Transfer
 
 __all__ = [
-    "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
+    "Agent", "AgentTool", "Handoff", "HandoffConfig", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
     "ToolCallContext", "Transfer", "assemble_prompt", "run", "run_sync", "tool",
 ]  # fmt: skip
