@@ -1,0 +1,136 @@
+"""What the patterns share: runs started on one clock, and their traces read as one table.
+
+Each run of a pattern (a fan-out branch, a chain stage, a verifier round) is an ordinary run
+with its own run id, limits and trace, so it can fail or time out without touching the others.
+All of a pattern's traces share one time zero, so their span times are directly comparable
+(a timeline of a fan-out shows the branches side by side), and their call rows are
+concatenated into one DataFrame with a column naming the part each row belongs to.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import RunTimeout, UserError
+from ..models.types import Message
+from ..runtime.agent import Agent
+from ..runtime.context import Limits, RunContext
+from ..runtime.result import RunResult
+from ..runtime.runner import execute, resolve_model, start_context
+from ..trace.spans import CALL_COLUMNS, Trace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+Input = str | list[Message]
+
+
+def clock() -> float:
+    """A time zero for a pattern's runs."""
+    return time.perf_counter()
+
+
+def check_agent(agent: Any, where: str) -> Agent:
+    """An Agent with a usable model, or a `UserError` saying which part is wrong."""
+    if not isinstance(agent, Agent):
+        raise UserError(f"{where} must be an Agent, got {type(agent).__name__}")
+    resolve_model(agent)
+    return agent
+
+
+def check_timeout(timeout: float | None, where: str) -> None:
+    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+        raise UserError(f"{where}(timeout=...) must be positive seconds or None, got {timeout!r}")
+
+
+def prepare(
+    agent: Agent,
+    input: Input,
+    *,
+    t0: float,
+    limits: Limits | None = None,
+    timeout: float | None = None,
+    artifacts: dict[str, str] | None = None,
+    deps: Any = None,
+) -> RunContext:
+    """A run's context with its trace on the pattern's clock (raises `UserError` on bad arguments)."""
+    ctx = start_context(
+        agent, input, limits=limits, artifacts=artifacts, timeout=timeout, deps=deps
+    )
+    ctx.trace = Trace(ctx.run_id, t0=t0)
+    return ctx
+
+
+async def run_on_clock(
+    agent: Agent,
+    input: Input,
+    *,
+    t0: float,
+    limits: Limits | None = None,
+    timeout: float | None = None,
+    artifacts: dict[str, str] | None = None,
+    deps: Any = None,
+) -> RunResult:
+    """`agentnb.run` with the trace on the pattern's clock."""
+    ctx = prepare(
+        agent, input, t0=t0, limits=limits, timeout=timeout, artifacts=artifacts, deps=deps
+    )
+    return await execute(agent, input, ctx)
+
+
+def status(result: RunResult) -> str:
+    """``ok``, ``timeout`` or ``error``."""
+    if result.ok:
+        return "ok"
+    return "timeout" if isinstance(result.error, RunTimeout) else "error"
+
+
+def reason(result: RunResult) -> str:
+    """Why a run gave no output, in a few words."""
+    error = result.error
+    if isinstance(error, RunTimeout):
+        limit = result.context.limits.timeout if result.context is not None else None
+        return f"did not answer within {limit:g} s" if limit else "timed out"
+    return f"failed: {type(error).__name__}: {error}"
+
+
+def run_window(result: RunResult) -> tuple[float | None, float | None]:
+    """When the run started and ended on the pattern's clock (its ``run`` span)."""
+    spans = result.trace.spans
+    if not spans:
+        return None, None
+    return spans[0].started, spans[0].ended
+
+
+def combine_calls(parts: Mapping[Any, RunResult], column: str | tuple[str, ...]) -> pd.DataFrame:
+    """Every part's call rows in one DataFrame: the key column(s) first, then `CALL_COLUMNS`.
+
+    With several key columns, each key of ``parts`` is a tuple with one value per column.
+    """
+    import pandas as pd
+
+    keys = (column,) if isinstance(column, str) else column
+    rows = []
+    for key, result in parts.items():
+        values = dict(zip(keys, (key,) if isinstance(column, str) else key))
+        rows += [{**values, **row} for row in result.trace.call_rows]
+    columns = [*keys, *CALL_COLUMNS]
+    return pd.DataFrame({c: [r.get(c) for r in rows] for c in columns}, columns=columns)
+
+
+def combine_spans(parts: Mapping[Any, RunResult], column: str) -> pd.DataFrame:
+    """Every part's spans in one DataFrame (for timelines), ``column`` first."""
+    import pandas as pd
+
+    frames = []
+    for key, result in parts.items():
+        frame = result.trace.spans_frame()
+        frame.insert(0, column, key)
+        frames.append(frame)
+    if not frames:
+        empty = Trace("").spans_frame()
+        empty.insert(0, column, [])
+        return empty
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,210 @@
+"""Fan-out in code: every branch is called, concurrently, each with its own timeout.
+
+When consulting every specialist is mandatory, it is mandatory here rather than in a prompt:
+no branch can be skipped by a model judging it irrelevant. A branch that times out or fails
+is an explicit entry of `FanOut.missing`, so an aggregate can never be silently incomplete;
+it does not cancel its siblings, and what they produced is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from ..runtime.agent import Agent
+from ..runtime.context import Limits
+from ..runtime.result import RunResult
+from ..runtime.runner import execute
+from ..runtime.tools import to_text
+from . import _runs
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(eq=False)
+class FanOut:
+    """The outcome of `parallel`: what each branch answered, and which did not."""
+
+    names: list[str]
+    """The branches, in the order they were given."""
+    results: dict[str, RunResult]
+    """Every branch's `RunResult` (answered or not), each with its own run id and trace."""
+    missing: dict[str, str]
+    """Branches that gave no output -> why (``"did not answer within 1.5 s"``, ``"failed: ..."``)."""
+    timeout: float | None = None
+    max_concurrency: int | None = None
+    wall_s: float = 0.0
+    """Seconds from the fan-out's start to its last branch's end."""
+    _calls: Any = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        """Every branch answered."""
+        return not self.missing
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """Branch -> output, for the branches that answered, in the given order."""
+        return {n: self.results[n].output for n in self.names if n not in self.missing}
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        """One row per model call of every branch (a ``branch`` column, then `CALL_COLUMNS`);
+        times are on one clock, seconds since the fan-out started."""
+        if self._calls is None:
+            self._calls = _runs.combine_calls(self.results, "branch")
+        return self._calls
+
+    @property
+    def spans(self) -> pd.DataFrame:
+        """Every branch's spans, on the fan-out's clock (for timelines)."""
+        return _runs.combine_spans(self.results, "branch")
+
+    @property
+    def chars_in(self) -> int:
+        return sum(r.chars_in for r in self.results.values())
+
+    @property
+    def model_calls(self) -> int:
+        return sum(r.model_calls for r in self.results.values())
+
+    def table(self) -> pd.DataFrame:
+        """One row per branch: status, why it is missing, its run id, timing and size."""
+        import pandas as pd
+
+        rows = []
+        for name in self.names:
+            result = self.results[name]
+            started, ended = _runs.run_window(result)
+            rows.append({
+                "branch": name, "agent": _agent_name(result), "status": _runs.status(result),
+                "reason": self.missing.get(name), "run_id": result.run_id,
+                "started": started, "ended": ended,
+                "duration": None if started is None or ended is None else ended - started,
+                "model_calls": result.model_calls, "chars_in": result.chars_in,
+                "output": None if name in self.missing else to_text(result.output),
+            })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def __getitem__(self, name: str) -> RunResult:
+        return self.results[name]
+
+    def __repr__(self) -> str:
+        answered = [n for n in self.names if n not in self.missing]
+        missing = f", missing={self.missing!r}" if self.missing else ""
+        return (
+            f"FanOut(ok={self.ok}, answered={answered}{missing}, model_calls={self.model_calls}, "
+            f"chars_in={self.chars_in:,}, wall_s={self.wall_s:.3f})"
+        )
+
+    def _repr_html_(self) -> str:
+        # Rich display lives in the notebook layer (deterministic for nbval); this only asks.
+        from ..notebook.display import fanout_html
+
+        return fanout_html(self)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        from ..notebook.display import fanout_text
+
+        printer.text(fanout_text(self))
+
+
+def _agent_name(result: RunResult) -> str | None:
+    return result.last_agent.name if result.last_agent is not None else None
+
+
+async def parallel(
+    agents: Mapping[str, Agent] | Sequence[Agent],
+    input: _runs.Input | Mapping[str, _runs.Input],
+    *,
+    timeout: float | None = None,
+    limits: Limits | None = None,
+    max_concurrency: int | None = None,
+    artifacts: dict[str, str] | None = None,
+    deps: Any = None,
+) -> FanOut:
+    """Run every agent on ``input`` concurrently and collect each answer.
+
+    ``agents`` maps branch names to agents (a list uses the agents' names). ``input`` is the same
+    for every branch, or a mapping branch -> input. ``timeout`` is each branch's own limit, in
+    seconds, counted from when the branch starts; ``limits`` apply to each branch separately.
+    ``max_concurrency`` caps how many branches run at once (for rate-limited endpoints); the
+    others wait for a slot, and their timeout starts when they get one.
+    """
+    branches = _branches(agents)
+    inputs = _inputs(input, branches)
+    _runs.check_timeout(timeout, "parallel")
+    if max_concurrency is not None and (
+        not isinstance(max_concurrency, int)
+        or isinstance(max_concurrency, bool)
+        or max_concurrency < 1
+    ):
+        raise UserError(
+            f"parallel(max_concurrency=...) must be a positive integer or None, got {max_concurrency!r}"
+        )
+    t0 = _runs.clock()
+    contexts = {  # every argument checked before any branch starts
+        name: _runs.prepare(
+            agent,
+            inputs[name],
+            t0=t0,
+            limits=limits,
+            timeout=timeout,
+            artifacts=artifacts,
+            deps=deps,
+        )  # fmt: skip
+        for name, agent in branches.items()
+    }
+    slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+
+    async def branch(name: str) -> RunResult:
+        if slots is None:
+            return await execute(branches[name], inputs[name], contexts[name])
+        async with slots:
+            return await execute(branches[name], inputs[name], contexts[name])
+
+    done = await asyncio.gather(*(branch(n) for n in branches))
+    results = dict(zip(branches, done))
+    missing = {n: _runs.reason(r) for n, r in results.items() if not r.ok}
+    return FanOut(list(branches), results, missing, timeout, max_concurrency, _runs.clock() - t0)
+
+
+def _branches(agents: Mapping[str, Agent] | Sequence[Agent]) -> dict[str, Agent]:
+    if isinstance(agents, Mapping):
+        branches = dict(agents)
+    elif isinstance(agents, Sequence) and not isinstance(agents, str):
+        branches = {}
+        for agent in agents:
+            name = str(getattr(agent, "name", ""))
+            if name in branches:
+                raise UserError(
+                    f"parallel(): two agents are named {name!r}; pass a dict of branch name -> agent."
+                )
+            branches[name] = agent
+    else:
+        raise UserError("parallel() takes a dict of branch name -> Agent (or a list of agents)")
+    if not branches:
+        raise UserError("parallel() needs at least one agent")
+    for name, agent in branches.items():
+        if not isinstance(name, str) or not name:
+            raise UserError(f"parallel(): branch names must be non-empty strings, got {name!r}")
+        _runs.check_agent(agent, f"parallel(): branch {name!r}")
+    return branches
+
+
+def _inputs(
+    input: _runs.Input | Mapping[str, _runs.Input], branches: dict[str, Agent]
+) -> dict[str, _runs.Input]:
+    if not isinstance(input, Mapping):
+        return dict.fromkeys(branches, input)
+    given, wanted = set(input), set(branches)
+    if given != wanted:
+        raise UserError(
+            "parallel(): a mapping of inputs needs exactly one per branch; "
+            f"missing {sorted(wanted - given)}, unknown {sorted(given - wanted)}."
+        )
+    return {name: input[name] for name in branches}
