@@ -1,0 +1,163 @@
+"""A chain: a fixed sequence of agents, each stage's output the next stage's input.
+
+When the order of the calls is always the same, it belongs in code: no routing decision to get
+wrong, and each stage can be tested alone. A stage that fails or times out stops the chain; the
+result says which stage, why, and which stages never ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from ..runtime.agent import Agent
+from ..runtime.context import Limits
+from ..runtime.result import RunResult
+from ..runtime.tools import to_text
+from . import _runs
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass(eq=False)
+class ChainResult:
+    """The outcome of `chain`: every stage that ran, and where it stopped if it did."""
+
+    stages: list[str]
+    """Every stage's name, in order (the agents' names, numbered if repeated)."""
+    results: dict[str, RunResult]
+    """The stages that ran, in order; the last one is the failed stage when not ok."""
+    wall_s: float = 0.0
+    _calls: Any = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return len(self.results) == len(self.stages) and all(r.ok for r in self.results.values())
+
+    @property
+    def output(self) -> Any:
+        """The last stage's output (None when the chain stopped)."""
+        return self.results[self.stages[-1]].output if self.ok else None
+
+    @property
+    def failed(self) -> str | None:
+        """The stage that stopped the chain, if one did."""
+        return next((name for name, r in self.results.items() if not r.ok), None)
+
+    @property
+    def skipped(self) -> list[str]:
+        """Stages that never ran because an earlier one failed."""
+        return [s for s in self.stages if s not in self.results]
+
+    @property
+    def error(self) -> BaseException | None:
+        return self.results[self.failed].error if self.failed else None
+
+    @property
+    def outcome(self) -> str:
+        """``"completed"`` or ``"stopped at <stage>: <why>"``."""
+        if self.failed is None:
+            return "completed"
+        return f"stopped at {self.failed}: {_runs.reason(self.results[self.failed])}"
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """Each completed stage's output, in order."""
+        return {name: r.output for name, r in self.results.items() if r.ok}
+
+    @property
+    def calls(self) -> pd.DataFrame:
+        """One row per model call of every stage (a ``stage`` column first), on one clock."""
+        if self._calls is None or len(self._calls) != sum(
+            r.model_calls for r in self.results.values()
+        ):
+            self._calls = _runs.combine_calls(self.results, "stage")
+        return self._calls
+
+    @property
+    def spans(self) -> pd.DataFrame:
+        return _runs.combine_spans(self.results, "stage")
+
+    @property
+    def chars_in(self) -> int:
+        return sum(r.chars_in for r in self.results.values())
+
+    def table(self) -> pd.DataFrame:
+        """One row per stage, the skipped ones included (status ``skipped``)."""
+        import pandas as pd
+
+        rows: list[dict[str, Any]] = []
+        for name in self.stages:
+            result = self.results.get(name)
+            if result is None:
+                rows.append({"stage": name, "status": "skipped"})
+                continue
+            started, ended = _runs.run_window(result)
+            rows.append({
+                "stage": name, "agent": result.last_agent.name if result.last_agent else None,
+                "status": _runs.status(result), "reason": None if result.ok else _runs.reason(result),
+                "run_id": result.run_id, "started": started, "ended": ended,
+                "model_calls": result.model_calls, "chars_in": result.chars_in,
+                "output": to_text(result.output) if result.ok else None,
+            })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def __repr__(self) -> str:
+        shown = to_text(self.output) if self.ok else ""
+        shown = f", output={shown[:60] + '...' if len(shown) > 60 else shown!r}" if self.ok else ""
+        return (
+            f"ChainResult({self.outcome}{shown}, stages={self.stages}, chars_in={self.chars_in:,})"
+        )
+
+
+async def chain(
+    agents: Sequence[Agent] | Mapping[str, Agent],
+    input: _runs.Input,
+    *,
+    limits: Limits | None = None,
+    timeout: float | None = None,
+    artifacts: dict[str, str] | None = None,
+    deps: Any = None,
+) -> ChainResult:
+    """Run ``agents`` in order: the first on ``input``, each next one on the previous output.
+
+    Structured outputs are handed on as their JSON. ``timeout`` and ``limits`` apply to each
+    stage separately; ``artifacts`` are attached to every stage's run.
+    """
+    stages = _stages(agents)
+    _runs.check_timeout(timeout, "chain")
+    t0 = _runs.clock()
+    results: dict[str, RunResult] = {}
+    current: _runs.Input = input
+    for name, agent in stages.items():
+        result = await _runs.run_on_clock(agent, current, t0=t0, limits=limits, timeout=timeout,
+                                          artifacts=artifacts, deps=deps)  # fmt: skip
+        results[name] = result
+        if not result.ok:
+            break
+        current = to_text(result.output)
+    return ChainResult(list(stages), results, _runs.clock() - t0)
+
+
+def _stages(agents: Sequence[Agent] | Mapping[str, Agent]) -> dict[str, Agent]:
+    if isinstance(agents, Mapping):
+        stages = dict(agents)
+    elif isinstance(agents, Sequence) and not isinstance(agents, str):
+        stages = {}
+        for agent in agents:
+            name = str(getattr(agent, "name", "stage"))
+            label, n = name, 1
+            while label in stages:
+                n += 1
+                label = f"{name}#{n}"
+            stages[label] = agent
+    else:
+        raise UserError("chain() takes a list of agents (or a dict of stage name -> Agent)")
+    if not stages:
+        raise UserError("chain() needs at least one agent")
+    for name, agent in stages.items():
+        _runs.check_agent(agent, f"chain(): stage {name!r}")
+    return stages
