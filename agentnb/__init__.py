@@ -4,6 +4,7 @@ An orchestrator keeps control and calls sub-agents exposed as tools; every model
 traced with what it was sent, so cost and latency become pandas tables and figures.
 """
 
+from . import filters
 from .errors import (
     AgentnbError,
     AgentRunError,
@@ -42,10 +43,35 @@ from .models import (
 from .models.anthropic import AnthropicModel
 from .models.openai import OpenAIModel
 from .models.recording import record, replay
+from .patterns import (
+    ChainResult,
+    FanOut,
+    HandoffRoute,
+    Intent,
+    Judgement,
+    JudgeVerdict,
+    Respond,
+    Round,
+    Topology,
+    Verification,
+    VerifyResult,
+    Vote,
+    chain,
+    harshest,
+    hierarchy,
+    judge,
+    majority,
+    mesh,
+    parallel,
+    pipeline,
+    star,
+    verify_loop,
+)
 from .runtime import (
     Agent,
     AgentTool,
     Handoff,
+    HandoffConfig,
     Limits,
     PromptSection,
     RunContext,
@@ -98,7 +124,12 @@ __all__ = [
     # runtime
     "Agent", "AgentTool", "Handoff", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
     "ToolCallContext", "assemble_prompt", "run", "run_sync", "tool",
+    "HandoffConfig",
     "Approval", "PendingCall", "approve_all", "reject_all",
+    # patterns (orchestration in code)
+    "ChainResult", "FanOut", "HandoffRoute", "Intent", "JudgeVerdict", "Judgement", "Respond",
+    "Round", "Topology", "Verification", "VerifyResult", "Vote", "chain", "filters", "harshest",
+    "hierarchy", "judge", "majority", "mesh", "parallel", "pipeline", "star", "verify_loop",
     # trace
     "CALL_COLUMNS", "canonical_request", "request_sizes", "set_tokenizer",
     # measure
