@@ -32,7 +32,9 @@ class RecordingComm:
         self.messages.append(data or {})
 
     def close(self, *args: Any, **kwargs: Any) -> None:
-        pass
+        self.closed = True
+
+    closed = False
 
 
 class CommLog:

@@ -259,3 +259,20 @@ def test_everything_the_magics_do_is_a_plain_call():
     monitor = RunMonitor("boss")
     run_live(boss.clone(model=a.ScriptedModel(["fine"])), "again", monitor=monitor)
     assert monitor.state == "ok" and monitor.snapshot()[0]["calls"] == 1
+
+
+def test_a_run_that_cannot_start_is_a_usage_error_and_leaves_no_monitor(
+    ip, dummy_comm, monkeypatch
+):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    _magics(ip).live = "always"
+    cell(ip, "agent", "remote --model openai:gpt-4o-mini", "Hi.")
+
+    with pytest.raises(
+        UsageError, match=r"^%%agent_run: OpenAIModel\('gpt-4o-mini'\) needs an API key"
+    ):
+        ip.run_cell_magic("agent_run", "remote -o res", "hello")
+    assert "res" not in ip.user_ns
+    [view] = [c for c in dummy_comm.comms if any("waiting" in str(m) for m in c.messages)]
+    assert view.closed and all(c.closed for c in dummy_comm.comms)  # the view, its box, layouts

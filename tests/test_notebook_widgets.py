@@ -140,3 +140,13 @@ def test_the_dashboard_reruns_and_redraws_when_a_slider_moves(dummy_comm):
     board.mode.value = "attached"
     attached = a.run_sync(review_hierarchy(2, "attached")).chars_in
     assert board.last_run.chars_in == attached < two
+
+
+async def test_with_top_level_await_the_monitor_follows_the_run_on_the_callers_loop(dummy_comm):
+    monitor = RunMonitor("coord")
+    result = await a.run(team(), "review", listeners=[monitor.listener])
+
+    assert result.ok and monitor.state == "ok"  # no finish() needed: the run span's end says so
+    assert [row["status"] for row in monitor.snapshot()] == ["ok", "ok", "ok"]
+    last = [m["state"]["value"] for m in dummy_comm.states() if "value" in m["state"]][-1]
+    assert "✔ <b>coord</b> · ok" in last

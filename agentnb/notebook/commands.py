@@ -130,7 +130,12 @@ def run_live(
     listeners = list(options.pop("listeners", ()))
     if shown is not None:
         listeners.append(shown.listener)
-    result: RunResult = run_sync(agent, input, timeout=timeout, listeners=listeners, **options)
+    try:
+        result: RunResult = run_sync(agent, input, timeout=timeout, listeners=listeners, **options)
+    except UserError:  # the run never started (e.g. no API key): no monitor left waiting
+        if shown is not None:
+            shown.close()
+        raise
     if shown is not None:
         shown.finish(result)
     return result

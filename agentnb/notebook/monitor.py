@@ -85,8 +85,8 @@ class RunMonitor(widgets.VBox):
         if span.kind == "run":
             if event == "start":
                 self._started, self.state = now, "running"
-            else:
-                self._ended = now
+            else:  # `finish` adds the error, when the caller has the result
+                self._ended, self.state = now, "ok" if span.status == "ok" else "failed"
             return
         if span.kind == "agent":
             row = self.rows.get(span.path)
@@ -208,6 +208,11 @@ class RunMonitor(widgets.VBox):
                 }  # fmt: skip
                 for r in self.rows.values()
             ]
+
+    def close(self) -> None:
+        """Remove the monitor and its view from the front end."""
+        self._view.close()
+        super().close()
 
     def __repr__(self) -> str:  # the text/plain nbval compares: nothing that changes per run
         return f"RunMonitor({self.title!r})"
