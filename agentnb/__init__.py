@@ -23,8 +23,8 @@ from .errors import (
 from .measure import scenarios
 from .measure.critical import critical_path
 from .measure.prices import Price, Prices, add_cost
-from .measure.sections import section_costs
 from .measure.rounds import verifier_table
+from .measure.sections import section_costs
 from .measure.sweep import sweep
 from .measure.tables import breakdown, breakdown_growth, cost_fit, cost_table, latency_series
 from .models import (
