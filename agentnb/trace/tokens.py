@@ -108,13 +108,13 @@ def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
         return None, "unavailable"
     n = _cached_count(request.system, count) if request.system else 0
     for spec in request.tools:
-        key = (id(spec), method)
-        hit = _spec_tokens.get(key)
+        spec_key = (id(spec), method)
+        hit = _spec_tokens.get(spec_key)
         if hit is None or hit[0] is not spec:
             hit = (spec, count(dumps(spec.as_dict())))
             if len(_spec_tokens) > 50_000:
                 _spec_tokens.clear()
-            _spec_tokens[key] = hit
+            _spec_tokens[spec_key] = hit
         n += hit[1]
     if request.output_schema is not None:
         n += _cached_count(dumps(request.output_schema.schema), count)
