@@ -13,31 +13,31 @@ import it until a request is made, so ``import agentnb`` works without it.
 
 from __future__ import annotations
 
-import asyncio
 import importlib.util
 import os
 import sys
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ModelHTTPError, UserError
+from ..errors import UserError
 from ._anthropic_wire import MalformedReply, StructuredMode, request_to_wire, response_from_wire
-from ._http import RETRYABLE_STATUS, Backoff, PerLoop, Secret, display_url, retry_after, scrub
+from ._http import (
+    Backoff,
+    Failure,
+    Secret,
+    Slots,
+    check_int,
+    check_sending,
+    display_url,
+    retry_after,
+    server_message,
+)
 from .types import ModelRequest, ModelResponse
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 NO_KEY = "not-needed"
 """Sent as the key to a server given by ``base_url`` when no key is set (a local proxy)."""
-
-
-@dataclass(slots=True)
-class _Slot:
-    client: Any
-    semaphore: asyncio.Semaphore
-    owned: bool
 
 
 class AnthropicModel:
@@ -75,13 +75,8 @@ class AnthropicModel:
             raise UserError(
                 f"AnthropicModel needs a model name such as 'claude-sonnet-4-5', got {model!r}"
             )
-        for label, value, least in (("max_tokens", max_tokens, 1),
-                                    ("max_concurrency", max_concurrency, 1),
-                                    ("max_retries", max_retries, 0)):  # fmt: skip
-            if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise UserError(f"{label} must be an integer >= {least}, got {value!r}")
-        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-            raise UserError(f"timeout must be seconds > 0 or None, got {timeout!r}")
+        check_int("max_tokens", max_tokens, 1)
+        check_sending(max_concurrency, max_retries, timeout)
         if structured not in ("tool", "native", "prompt"):
             raise UserError(f"structured must be 'tool', 'native' or 'prompt', got {structured!r}")
         self.model = model
@@ -99,124 +94,64 @@ class AnthropicModel:
                 raise UserError(
                     f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}"
                 )
-            self._client = client.with_options(max_retries=0)
+            client = client.with_options(max_retries=0)
             self.base_url = display_url(str(client.base_url))
         else:
             if not _installed():
                 raise UserError(
                     "AnthropicModel needs the anthropic package: pip install 'agentnb[anthropic]'"
                 )
-            self._client = None
             self._url = base_url or os.environ.get(BASE_URL_ENV) or None
             self.base_url = display_url(self._url)
             self._key = Secret(_find_key(model, api_key, self._url))
-        self._slots: PerLoop[_Slot] = PerLoop(self._new_slot)
+        self._slots = Slots(
+            self,
+            client=client,
+            make_client=self._new_client,
+            key=self._key,
+            key_env=KEY_ENV,
+            host="api.anthropic.com",
+        )
 
-    def _new_slot(self) -> _Slot:
-        semaphore = asyncio.Semaphore(self.max_concurrency)
-        if self._client is not None:
-            return _Slot(self._client, semaphore, owned=False)
+    def _new_client(self) -> Any:
         import anthropic
 
         assert self._key is not None
-        client = anthropic.AsyncAnthropic(
+        return anthropic.AsyncAnthropic(
             api_key=self._key.reveal(), base_url=self._url, max_retries=0
         )
-        return _Slot(client, semaphore, owned=True)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        slot = self._slots.get()
-        events: list[dict[str, Any]] = []
-        queued = slot.semaphore.locked()
-        started = time.perf_counter()
-        async with slot.semaphore:
-            if queued:
-                events.append({"event": "queue_wait", "seconds": time.perf_counter() - started})
-            return await self._send(slot.client, request, events)
+        async with self._slots.slot() as (client, events):
+            body = request_to_wire(self.model, request, self.structured, self.max_tokens)
+            extra = {"extra_body": self.params} if self.params else {}
 
-    async def _send(
-        self, client: Any, request: ModelRequest, events: list[dict[str, Any]]
-    ) -> ModelResponse:
-        import anthropic
-
-        body = request_to_wire(self.model, request, self.structured, self.max_tokens)
-        extra = {"extra_body": self.params} if self.params else {}
-        retries = 0
-        while True:
-            try:
-                raw = await client.messages.with_raw_response.create(
+            async def attempt() -> Any:
+                return await client.messages.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
                 )
-            except anthropic.APIStatusError as exc:
-                if exc.status_code in RETRYABLE_STATUS and retries < self.max_retries:
-                    retries += 1
-                    after = retry_after(exc.response.headers)
-                    await self._pause(retries, exc.status_code, after, events)
-                    continue
-                raise self._error(exc.status_code, _server_message(exc), retries, events) from None
-            except anthropic.APIConnectionError as exc:  # includes APITimeoutError
-                timed_out = isinstance(exc, anthropic.APITimeoutError)
-                if retries < self.max_retries:
-                    retries += 1
-                    kind = "timeout" if timed_out else "connection_error"
-                    await self._pause(retries, kind, None, events)
-                    continue
-                what = (
-                    f"did not answer within the timeout of {self.timeout:g} s"
-                    if timed_out and self.timeout
-                    else f"could not be reached ({exc.__cause__ or exc})"
-                )
-                raise self._error(None, what, retries, events) from None
-            try:
-                response = response_from_wire(await raw.parse(), request, self.structured)
-            except (ValueError, TypeError, AttributeError) as exc:
-                text = raw.http_response.text
-                why = str(exc) if isinstance(exc, MalformedReply) else "it is not valid JSON"
-                shown = text if len(text) <= 200 else text[:200] + "..."
-                raise self._error(
-                    raw.status_code, f"a reply that is not a message ({why}): {shown!r}",
-                    retries, events,
-                ) from None  # fmt: skip
-            response.events[:0] = events
-            return response
 
-    async def _pause(
-        self, attempt: int, status: int | str, after: float | None, events: list[dict[str, Any]]
-    ) -> None:
-        wait = self.backoff.delay(attempt, after)
-        events.append({"event": "retry", "attempt": attempt, "status": status, "wait_s": wait})
-        if wait > 0:
-            await asyncio.sleep(wait)
+            async def read(raw: Any) -> ModelResponse:
+                return response_from_wire(await raw.parse(), request, self.structured)
 
-    def _error(
-        self, status: int | None, message: str, retries: int, events: list[dict[str, Any]]
-    ) -> ModelHTTPError:
-        where = self.base_url or "api.anthropic.com"
-        head = f"HTTP {status}: " if status is not None else ""
-        text = f"{self.model} at {where} answered {head}{message}"
-        if retries:
-            text += f" (after {retries} retr{'y' if retries == 1 else 'ies'})"
-        if status in (401, 403):
-            text += f". Check the API key: set {KEY_ENV} or pass api_key=..."
-        elif status == 404:
-            text += ". Check the model name and base_url."
-        return ModelHTTPError(scrub(text, self._key), status=status, events=events)
+            return await self._slots.send(
+                attempt, self._failure, read, events, reply="a message", malformed=MalformedReply
+            )
+
+    def _failure(self, exc: Exception) -> Failure | None:
+        import anthropic
+
+        if isinstance(exc, anthropic.APIStatusError):  # 529 "overloaded" is a 5xx: retried
+            headers = exc.response.headers
+            return Failure(exc.status_code, server_message(exc), retry_after(headers))
+        if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
+            timed_out = isinstance(exc, anthropic.APITimeoutError)
+            return Failure.no_answer(exc, timed_out, self.timeout)
+        return None
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (if agentnb created it)."""
-        slot = self._slots.pop_current()
-        if slot is not None and slot.owned:
-            await slot.client.close()
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Clients and semaphores belong to event loops; a copy (a dask worker) makes its own.
-        state = self.__dict__.copy()
-        state["_slots"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._slots = PerLoop(self._new_slot)
+        await self._slots.aclose()
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r}, base_url={self.base_url!r})"
@@ -240,14 +175,3 @@ def _find_key(model: str, api_key: str | None, base_url: str | None) -> str:
         "(or pass api_key=...). For a proxy or local server pass base_url=... or set "
         f"{BASE_URL_ENV}."
     )
-
-
-def _server_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, Mapping):
-        inner = body.get("error", body)
-        if isinstance(inner, Mapping) and inner.get("message"):
-            return str(inner["message"])
-    text = body if isinstance(body, str) else getattr(getattr(exc, "response", None), "text", "")
-    text = str(text or exc)
-    return text if len(text) <= 300 else text[:300] + "..."
