@@ -1,16 +1,22 @@
 """Test support for the notebook layer: a comm that records what widgets send (ipywidgets'
-own tests replace ``comm.create_comm`` the same way), and a kernelspec that is this
-interpreter, so a kernel started by a test is the venv's Python in a brand-new venv too."""
+own tests replace ``comm.create_comm`` the same way), a kernelspec that is this
+interpreter, so a kernel started by a test is the venv's Python in a brand-new venv too,
+and a real kernel of it to run cells in (`running_kernel`, `execute`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import queue
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import comm
 import pytest
+from jupyter_client import KernelClient, KernelManager
 
 
 class RecordingComm:
@@ -83,3 +89,55 @@ def jupyter_env(tmp: Path) -> dict[str, str]:
         "JUPYTER_PLATFORM_DIRS": "1",
         "AGENTNB_TOKENIZER": "off",
     }
+
+
+@contextmanager
+def running_kernel(tmp: Path) -> Iterator[tuple[KernelManager, KernelClient]]:
+    """A kernel of this interpreter (Jupyter's files under ``tmp``), ready, with its client's
+    channels open; shut down on exit."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in jupyter_env(tmp).items():
+            mp.setenv(key, value)
+        manager = KernelManager(kernel_name="python3")
+        manager.start_kernel(env={**os.environ})
+    client = manager.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)
+        yield manager, client
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+
+
+def execute(
+    client: KernelClient,
+    code: str,
+    *,
+    on_message: Callable[[dict[str, Any]], None] | None = None,
+    allow_stdin: bool | None = None,
+    timeout: float = 30,
+) -> list[dict[str, Any]]:
+    """Run ``code``; return the iopub messages until the kernel is idle again (each one also
+    given to ``on_message`` as it comes, which is how a test plays the browser)."""
+    msg_id = client.execute(code, allow_stdin=allow_stdin)
+    seen: list[dict[str, Any]] = []
+    while True:
+        try:
+            msg = client.get_iopub_msg(timeout=timeout)
+        except queue.Empty:
+            pytest.fail(f"no message from the kernel for {timeout} s running {code[:60]!r}")
+        seen.append(msg)
+        if on_message is not None:
+            on_message(msg)
+        if (
+            msg["msg_type"] == "status"
+            and msg["content"]["execution_state"] == "idle"
+            and msg["parent_header"].get("msg_id") == msg_id
+        ):
+            return seen
+
+
+def errors(messages: list[dict[str, Any]]) -> list[str]:
+    """The error values among a cell's messages."""
+    return [m["content"].get("evalue", "") for m in messages if m["msg_type"] == "error"]

@@ -4,15 +4,13 @@ runs, and an ``input_reply`` on the stdin channel while a cell is blocked in `ru
 
 from __future__ import annotations
 
-import os
-import queue
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from jupyter_client import KernelClient, KernelManager
-from notebook_support import jupyter_env
+from jupyter_client import KernelClient
+from notebook_support import errors, execute, running_kernel
 
 SETUP = """
 import agentnb as a
@@ -29,21 +27,9 @@ REPORT = "print(res.ok, bm.requests[1].tool_results, [e['approved'] for e in res
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelClient]:
-    env = jupyter_env(tmp_path_factory.mktemp("jupyter"))
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in env.items():
-            mp.setenv(key, value)
-        manager = KernelManager(kernel_name="python3")
-        manager.start_kernel(env={**os.environ})
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
+    with running_kernel(tmp_path_factory.mktemp("jupyter")) as (_, client):
         run_cell(client, SETUP)
         yield client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
 
 
 def run_cell(
@@ -53,25 +39,10 @@ def run_cell(
     on_message: Callable[[dict[str, Any]], None] | None = None,
     allow_stdin: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run ``code``; return its iopub messages once the kernel is idle; fail on an error."""
-    msg_id = client.execute(code, allow_stdin=allow_stdin)
-    seen: list[dict[str, Any]] = []
-    while True:
-        try:
-            msg = client.get_iopub_msg(timeout=30)
-        except queue.Empty:
-            pytest.fail(f"the kernel went quiet running {code[:60]!r}")
-        seen.append(msg)
-        if on_message is not None:
-            on_message(msg)
-        if (
-            msg["msg_type"] == "status"
-            and msg["content"]["execution_state"] == "idle"
-            and msg["parent_header"].get("msg_id") == msg_id
-        ):
-            errors = [m["content"]["evalue"] for m in seen if m["msg_type"] == "error"]
-            assert not errors, errors
-            return seen
+    """`execute` ``code``; fail on an error."""
+    seen = execute(client, code, on_message=on_message, allow_stdin=allow_stdin)
+    assert not errors(seen), errors(seen)
+    return seen
 
 
 def printed(messages: list[dict[str, Any]]) -> str:

@@ -5,14 +5,12 @@ kernel responsive."""
 
 from __future__ import annotations
 
-import os
-import queue
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from jupyter_client import KernelClient, KernelManager
-from notebook_support import jupyter_env
+from notebook_support import errors, execute, running_kernel
 
 SETUP = """
 %load_ext agentnb
@@ -30,46 +28,8 @@ boss_model = a.ScriptedModel(
 def kernel(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[KernelManager, KernelClient]]:
-    env = jupyter_env(tmp_path_factory.mktemp("jupyter"))
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in env.items():
-            mp.setenv(key, value)
-        manager = KernelManager(kernel_name="python3")
-        manager.start_kernel(env={**os.environ})
-    client = manager.client()
-    client.start_channels()
-    try:
-        client.wait_for_ready(timeout=60)
-        yield manager, client
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-
-
-def execute(
-    client: KernelClient,
-    code: str,
-    *,
-    on_message: Callable[[dict[str, Any]], None] | None = None,
-    timeout: float = 30,
-) -> list[dict[str, Any]]:
-    """Run ``code``; return the iopub messages until the kernel is idle again."""
-    msg_id = client.execute(code)
-    seen: list[dict[str, Any]] = []
-    while True:
-        try:
-            msg = client.get_iopub_msg(timeout=timeout)
-        except queue.Empty:
-            pytest.fail(f"no message from the kernel for {timeout} s running {code[:60]!r}")
-        seen.append(msg)
-        if on_message is not None:
-            on_message(msg)
-        if (
-            msg["msg_type"] == "status"
-            and msg["content"]["execution_state"] == "idle"
-            and msg["parent_header"].get("msg_id") == msg_id
-        ):
-            return seen
+    with running_kernel(tmp_path_factory.mktemp("jupyter")) as started:
+        yield started
 
 
 def monitor_values(messages: list[dict[str, Any]]) -> list[str]:
@@ -82,10 +42,6 @@ def monitor_values(messages: list[dict[str, Any]]) -> list[str]:
 
 def plain(messages: list[dict[str, Any]], kind: str = "display_data") -> list[str]:
     return [m["content"]["data"]["text/plain"] for m in messages if m["msg_type"] == kind]
-
-
-def errors(messages: list[dict[str, Any]]) -> list[str]:
-    return [m["content"].get("evalue", "") for m in messages if m["msg_type"] == "error"]
 
 
 def test_the_monitor_moves_during_the_run_and_the_outputs_land_in_the_cell(kernel):
