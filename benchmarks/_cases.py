@@ -7,6 +7,7 @@ is timed, so a benchmark never reports the speed of a run that went wrong.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ async def side_by_side(
     while done < runs:
         size = min(block, runs - done)
         for case in cases:
+            gc.collect()  # each block starts clean: no pass over the other framework's garbage
             wall[case.key] += await sample(case, size, cpu[case.key])
         done += size
     return wall, cpu
