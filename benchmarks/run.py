@@ -1,7 +1,7 @@
 """Run agentnb's benchmarks: ``python -m benchmarks [--quick] [--out FILE.json] [--only NAMES]``.
 
 Prints a markdown table and writes every figure, with the machine it was measured on, as JSON
-(``benchmarks/results/latest.json`` by default). ``--quick`` uses smaller sizes and fewer
+(``benchmarks/results/latest.json`` by default), and the table beside it (``latest.md``). ``--quick`` uses smaller sizes and fewer
 repetitions and finishes in under a minute; its figures are for checking that the harness
 works, the full run's are the ones to publish. See benchmarks/README.md for how to read them.
 """
@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n")
-    print(f"\nwritten: {args.out}", file=sys.stderr)
+    table_file = args.out.with_suffix(".md")  # the table as printed, ready for a README
+    table_file.write_text(table + "\n")
+    print(f"\nwritten: {args.out} and {table_file.name}", file=sys.stderr)
     return 0
 
 

@@ -139,6 +139,7 @@ def test_the_runner_writes_json_and_prints_a_markdown_table(tmp_path, capsys):
     assert table.splitlines()[0].startswith("Machine: ")
     assert "| Cost | handle, k=3 | multiplier |" in table
     assert table == markdown(document) + "\n"
+    assert (tmp_path / "results.md").read_text() == table
 
 
 def test_the_runner_refuses_unknown_benchmarks(capsys):
