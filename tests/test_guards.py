@@ -100,8 +100,10 @@ async def test_sub_agent_start_and_end_are_log_lines_with_the_position_in_the_tr
     assert {e["run"] for e in lines} == {result.run_id}
     assert all(list(e)[:4] == ["run", "depth", "path", "event"] for e in lines)
     (guard,) = events(result, "guard")
-    assert (guard["path"], guard["tool"], guard["agent"]) == (
+    # the line is the caller's (tax, where the refusal happened); target names who was refused
+    assert (guard["path"], guard["agent"], guard["tool"], guard["target"]) == (
         "coordinator/legal/tax",
+        "tax",
         "legal",
         "legal",
     )

@@ -146,7 +146,8 @@ class AgentTool(Tool):
                 "guard",
                 depth=caller.depth,
                 path=caller.path,
-                agent=agent.name,
+                agent=caller.agent.name,
+                target=agent.name,
                 tool=self.name,
                 reason=refusal,
             )

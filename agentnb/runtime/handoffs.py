@@ -223,7 +223,7 @@ class HandoffTool(Tool):
             tcx.status = "refused"
             chain = " -> ".join(holders)
             ctx.trace.log("guard", depth=caller.depth, path=caller.path, agent=caller.agent.name,
-                          tool=self.name, reason="handoff cycle")  # fmt: skip
+                          target=target.name, tool=self.name, reason="handoff cycle")  # fmt: skip
             return (
                 f"ERROR: {target.name} already had control in this run ({chain}); handing back "
                 "would make a cycle. Answer with what you have and say what is missing."
