@@ -239,6 +239,7 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         state.handoffs.append(outcome.target.name)
         state.agent = outcome.target
         state.messages[:] = outcome.messages
+        state.tally.reset()
         state.lineage = (*state.lineage[:-1], outcome.target)
         parent = next((s for s in ctx.trace.spans if s.span_id == state.span.parent_id), None)
         state.span = ctx.trace.start("agent", outcome.target.name, parent, agent=outcome.target.name,
@@ -358,8 +359,8 @@ def _record(
     ctx: RunContext, state: AgentRun, request: ModelRequest, response: ModelResponse | None,
     span: Span, turn: int, status: str, failed_events: list[dict[str, Any]] | None = None,
 ) -> None:  # fmt: skip
-    sizes = request_sizes(request)
-    tokens_in, method = request_tokens(request)
+    sizes = request_sizes(request, state.tally)
+    tokens_in, method = request_tokens(request, state.tally)
     tokens_out = (
         response_tokens(response) if (response is not None and tokens_in is not None) else None
     )

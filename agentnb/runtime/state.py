@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..models.types import Message, Usage
+from ..trace.history import HistoryTally
 from ..trace.spans import Span
 
 if TYPE_CHECKING:
@@ -35,4 +36,6 @@ class AgentRun:
     usage: Usage = field(default_factory=Usage)
     chars_in: int = 0
     handoffs: list[str] = field(default_factory=list)
+    tally: HistoryTally = field(default_factory=HistoryTally, repr=False)
+    """Running size and token sums over ``messages``: a turn measures only what is new."""
     """Names of the agents control passed to, in order."""

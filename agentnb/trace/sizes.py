@@ -39,6 +39,7 @@ import json
 from typing import NamedTuple
 
 from ..models.types import Message, ModelRequest, ModelResponse, OutputSchema, ToolSpec
+from .history import HistoryTally
 
 COMPONENTS = ("system", "tools", "user", "assistant", "tool_args", "tool_results", "framing")
 
@@ -174,10 +175,11 @@ def _specs_size(tools: list[ToolSpec], schema: OutputSchema | None) -> int:
     return size
 
 
-def request_sizes(request: ModelRequest) -> dict[str, int]:
+def request_sizes(request: ModelRequest, tally: HistoryTally | None = None) -> dict[str, int]:
     """Characters sent by component; ``sum(values) == len(canonical_request(request))``.
 
-    Returns the components plus ``total``.
+    Returns the components plus ``total``. With a `HistoryTally` (the run loop keeps one per
+    agent), only the messages appended since the tally's last request are visited.
     """
     counts = dict.fromkeys(COMPONENTS, 0)
     counts["system"] = _text(request.system)
@@ -190,13 +192,31 @@ def request_sizes(request: ModelRequest) -> dict[str, int]:
     total += max(n - 1, 0) + max(len(request.tools) - 1, 0)
     if request.output_schema is not None:
         total += len(',"output_schema":')
-    args = 0
-    for message in request.messages:  # a history is reread every turn: keep this loop lean
-        size = message._size or message_size(message)
-        total += size.total
-        counts[size.component] += size.content
-        args += size.tool_args
-    counts["tool_args"] += args
+    messages = request.messages
+    if tally is None:
+        start, sums = 0, {"total": 0, "user": 0, "assistant": 0, "tool_results": 0, "tool_args": 0}
+    else:
+        start = tally.sizes.prefix(messages)
+        sums = tally.sizes.values or {
+            "total": 0,
+            "user": 0,
+            "assistant": 0,
+            "tool_results": 0,
+            "tool_args": 0,
+        }
+    for i in range(start, n):  # only what is new since the tally's last request
+        size = messages[i]._size or message_size(messages[i])
+        sums["total"] += size.total
+        sums[size.component] += size.content
+        sums["tool_args"] += size.tool_args
+    if tally is not None:
+        tally.sizes.values = sums
+        tally.sizes.advance(messages)
+    total += sums["total"]
+    counts["user"] += sums["user"]
+    counts["assistant"] += sums["assistant"]
+    counts["tool_results"] += sums["tool_results"]
+    counts["tool_args"] += sums["tool_args"]
     counts["framing"] = total - sum(counts.values())
     counts["total"] = total
     return counts

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..models.types import Message, ModelRequest, ModelResponse
+from .history import HistoryTally
 from .sizes import dumps
 
 Encoder = Callable[[str], int]
@@ -101,8 +102,13 @@ def _cached_count(text: str, count: Encoder) -> int:
     return n
 
 
-def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
-    """Tokens of a request and how they were obtained (``None, "unavailable"`` without a tokenizer)."""
+def request_tokens(
+    request: ModelRequest, tally: HistoryTally | None = None
+) -> tuple[int | None, str]:
+    """Tokens of a request and how they were obtained (``None, "unavailable"`` without a tokenizer).
+
+    With a `HistoryTally`, only the messages appended since its last request are visited.
+    """
     count, method = tokenizer()
     if count is None:
         return None, "unavailable"
@@ -119,13 +125,20 @@ def request_tokens(request: ModelRequest) -> tuple[int | None, str]:
     if request.output_schema is not None:
         n += _cached_count(dumps(request.output_schema.schema), count)
     key = (method, _state["generation"])
-    for message in request.messages:  # the whole history, every turn: keep this loop lean
+    messages = request.messages
+    start = tally.tokens.prefix(messages, key) if tally is not None else 0
+    history = tally.tokens.values.get("tokens", 0) if start else 0
+    for i in range(start, len(messages)):  # only what is new since the tally's last request
+        message = messages[i]
         cached = message._tokens
         if cached is not None and cached[0] == key:
-            n += cached[1]
+            history += cached[1]
         else:
-            n += message_tokens(message, count, method)
-    return n, method
+            history += message_tokens(message, count, method)
+    if tally is not None:
+        tally.tokens.values = {"tokens": history}
+        tally.tokens.advance(messages, key)
+    return n + history, method
 
 
 def response_tokens(response: ModelResponse) -> int | None:
