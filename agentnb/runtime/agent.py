@@ -52,7 +52,11 @@ class Agent:
             raise UserError(f"max_turns must be a positive integer, got {self.max_turns!r}")
         self.tools = list(self.tools)
         self.handoffs = list(self.handoffs)
-        if self.route is not None and self.output_type is None and hasattr(self.route, "output_type"):
+        if (
+            self.route is not None
+            and self.output_type is None
+            and hasattr(self.route, "output_type")
+        ):
             self.output_type = self.route.output_type()  # a HandoffRoute: Respond | its intents
         if self.output_type is not None:
             check_output_type(self.output_type)

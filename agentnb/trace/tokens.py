@@ -127,7 +127,7 @@ def request_tokens(
     key = (method, _state["generation"])
     messages = request.messages
     start = tally.tokens.prefix(messages, key) if tally is not None else 0
-    history = tally.tokens.values.get("tokens", 0) if start else 0
+    history = tally.tokens.values.get("tokens", 0) if (tally is not None and start) else 0
     for i in range(start, len(messages)):  # only what is new since the tally's last request
         message = messages[i]
         cached = message._tokens
