@@ -182,14 +182,17 @@ class AgentTool(Tool):
         ctx.active.append(state)
         trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
         status, error = "ok", None
-        from .runner import agent_loop
+        from .runner import _InnerTimeout, _own_timeouts, agent_loop
 
         try:
             loop = agent_loop(state, ctx, self.max_turns or agent.max_turns)
             if self.timeout is None:
                 await loop
-            else:
-                await asyncio.wait_for(loop, self.timeout)
+            else:  # a client's own TimeoutError must not pass for this tool's timeout
+                await asyncio.wait_for(_own_timeouts(loop), self.timeout)
+        except _InnerTimeout as inner:
+            exc = inner.error
+            status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
         except asyncio.TimeoutError:
             status, error = (
                 "timeout",
@@ -213,9 +216,11 @@ class AgentTool(Tool):
         except asyncio.CancelledError:
             status = "cancelled"
             raise
-        except Exception:  # a bug in a client or a tool: the run ends, the trace says where
+        except UserError:  # agentnb used the wrong way (e.g. no approver): fix the call
             status = "error"
             raise
+        except Exception as exc:  # a client or hook crashed: the caller is told, as for any failure
+            status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
         finally:
             ctx.active.remove(state)
             trace.close_open_under(span, "cancelled" if status == "ok" else status)
@@ -227,6 +232,7 @@ class AgentTool(Tool):
                 agent=agent.name,
                 turns=state.turns,
                 status=status,
+                **({"error": error} if error is not None else {}),
             )
         if error is not None:
             tcx.status = status
