@@ -191,8 +191,8 @@ class AgentTool(Tool):
             else:  # a client's own TimeoutError must not pass for this tool's timeout
                 await asyncio.wait_for(_own_timeouts(loop), self.timeout)
         except _InnerTimeout as inner:
-            exc = inner.error
-            status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
+            cause = inner.error
+            status, error = "error", f"ERROR: {self.name} failed: {type(cause).__name__}: {cause}"
         except asyncio.TimeoutError:
             status, error = (
                 "timeout",
