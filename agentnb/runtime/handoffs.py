@@ -28,6 +28,7 @@ from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
 from .handoff_filters import HistoryFilter, last_messages
+from .runner import REASK_PREFIX
 from .tools import Tool, ToolCallContext, _brief, _clean_schema
 from .transfer import Transfer
 
@@ -42,7 +43,6 @@ DEFAULT_WINDOW = 10
 
 # The run loop's re-ask after an answer that failed the output type is a user message too;
 # it is never "the user's message" a target should receive.
-_REASK_PREFIX = "Your answer could not be read as"
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def _settle(history: list[Message], call_id: str | None, note: str) -> list[Mess
 def user_message(messages: list[Message]) -> str:
     """The newest message the user wrote ('' if none): what a target must not miss."""
     for message in reversed(messages):
-        if message.role == "user" and not (message.content or "").startswith(_REASK_PREFIX):
+        if message.role == "user" and not (message.content or "").startswith(REASK_PREFIX):
             return message.content or ""
     return ""
 

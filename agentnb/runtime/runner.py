@@ -224,6 +224,9 @@ def resolve_model(agent: Agent) -> ModelClient:
     return model
 
 
+REASK_PREFIX = "Your answer could not be read as"
+"""How a re-ask for a structured answer starts; handoffs use it to find the user's own message."""
+
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
 
@@ -296,7 +299,7 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
                     ) from None
                 reasks += 1
                 state.messages.append(Message.user(
-                    f"Your answer could not be read as {schema.name if schema else 'the output'}: {_errors(exc)}. "
+                    f"{REASK_PREFIX} {schema.name if schema else 'the output'}: {_errors(exc)}. "
                     "Reply again with only a JSON object that matches the schema."
                 ))  # fmt: skip
                 continue
@@ -305,7 +308,8 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             if isinstance(routed, Transfer):
                 return routed
             output = routed
-        ctx.trace.end(state.span, "ok", turns=turn) if state.depth == 0 else None
+        if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
+            ctx.trace.end(state.span, "ok", turns=turn)
         return output
     raise MaxTurnsExceeded(
         f"{agent.name} used all {max_turns} turns without a final answer (max_turns={max_turns}). "
