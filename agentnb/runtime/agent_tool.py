@@ -239,6 +239,8 @@ class AgentTool(Tool):
             if state.last_text:
                 error += f" Partial result: {truncate(state.last_text, 500)}"
             return error
+        if self.extractor is None:
+            return truncate(to_text(state.output), self.max_result_chars)
         result = RunResult(
             state.output,
             True,
@@ -250,8 +252,7 @@ class AgentTool(Tool):
             ctx,
             path=path,
         )
-        answer = self.extractor(result) if self.extractor is not None else to_text(state.output)
-        return truncate(answer, self.max_result_chars)
+        return truncate(self.extractor(result), self.max_result_chars)
 
     def _guard(self, ctx: RunContext, caller: AgentRun, path: str) -> str | None:
         limits = ctx.limits
