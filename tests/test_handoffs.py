@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 import agentnb as a
 from agentnb.models.types import Message
+from agentnb.runtime.runner import REASK_PREFIX
 
 REQUEST = "Please refund order A-17, it arrived broken."
 CONVERSATION = [
@@ -83,18 +84,34 @@ async def test_full_forwards_the_whole_conversation_with_the_transfer_settled():
 
 
 async def test_last_n_forwards_a_window_without_orphan_tool_results():
-    messages, _ = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=4)})
-    assert shape(messages) == [
-        "assistant(lookup_order)",
-        "tool",
-        "assistant(transfer_to_refunds)",
-        "tool",
-    ]
+    messages, _ = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=5)})
+    assert shape(messages) == ["user", "assistant(lookup_order)", "tool",
+                               "assistant(transfer_to_refunds)", "tool"]  # fmt: skip
     messages, _ = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=3)})
-    assert shape(messages) == [
-        "assistant(transfer_to_refunds)",
-        "tool",
-    ]  # the cut-off result dropped
+    assert shape(messages) == ["user", "assistant(transfer_to_refunds)", "tool"]  # the cut-off result dropped
+    assert messages[0] == Message.user(REQUEST)
+
+
+async def test_last_n_puts_back_the_users_request_when_the_window_cuts_it():
+    messages, result = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=4)})
+    assert messages[0] == Message.user(REQUEST)  # the window alone starts at the lookup
+    assert shape(messages)[1:] == ["assistant(lookup_order)", "tool",
+                                   "assistant(transfer_to_refunds)", "tool"]  # fmt: skip
+    event = next(json.loads(x) for x in result.log_lines() if '"handoff_context"' in x)
+    assert (event["available"], event["forwarded"]) == (7, 5)
+    # only the newest request comes back, never the greeting before it
+    assert Message.user("Hello") not in messages
+
+
+def test_last_n_does_not_repeat_a_request_inside_the_window_nor_bring_back_a_reask():
+    reask = Message.user(REASK_PREFIX + " the answer was not valid JSON.")
+    history = [*CONVERSATION, Message.assistant("not json"), reask, Message.assistant("{}")]
+    handoff = a.Handoff(specialist("Refunds", "unused"),
+                        config=a.HandoffConfig(strategy="last_n", window=2))  # fmt: skip
+    assert handoff.forward(history) == [Message.user(REQUEST), reask, Message.assistant("{}")]
+    handoff = a.Handoff(specialist("Refunds", "unused"),
+                        config=a.HandoffConfig(strategy="last_n", window=4))  # fmt: skip
+    assert handoff.forward(history) == history[-4:]  # the request is already in the window
 
 
 class RefundRequest(BaseModel):

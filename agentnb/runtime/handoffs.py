@@ -5,8 +5,9 @@ model calls one, the tool returns a `Transfer` and the run loop goes on with the
 history the `Handoff` forwards. What is forwarded is the cost of a handoff (the target rereads it
 on every turn), so it is chosen in three steps, each visible in the trace (``handoff_context``):
 
-1. the `HandoffConfig` strategy: ``full`` history, the ``last_n`` messages, or ``intent_only``
-   (the user's message, plus the typed intent when the handoff has an ``input_type``);
+1. the `HandoffConfig` strategy: ``full`` history, the ``last_n`` messages (plus the user's
+   newest message when the window starts after it), or ``intent_only`` (the user's message,
+   plus the typed intent when the handoff has an ``input_type``);
 2. the ``input_filter`` (see `agentnb.filters`);
 3. the config's token ``budget``: the oldest messages are dropped until the rest fits.
 
@@ -53,7 +54,10 @@ class HandoffConfig:
     """``full``: the whole history (tool calls included); ``last_n``: the last ``window``
     messages; ``intent_only``: no history, only the user's message and the typed intent."""
     window: int | None = None
-    """Messages kept by ``last_n`` (default 10)."""
+    """Messages kept by ``last_n`` (default 10). A window counts messages, not meaning: when it
+    starts after the user's newest message (the source made several tool calls since), that
+    message is put back in front of the window, so the target still reads the request; the
+    target then receives ``window + 1`` messages."""
     budget: int | None = None
     """Tokens the forwarded messages may take, applied last. Counted with the tokenizer when one
     is available, otherwise estimated as characters/4 (the trace event says which)."""
@@ -160,7 +164,7 @@ class Handoff:
         if config.strategy == "full":
             messages = settled
         elif config.strategy == "last_n":
-            messages = last_messages(settled, config.window or DEFAULT_WINDOW)
+            messages = last_with_request(settled, config.window or DEFAULT_WINDOW)
         else:
             messages = [Message.user(intent_message(user_message(settled), intent, source))]
         if self.input_filter is not None:
@@ -268,10 +272,27 @@ def _settle(history: list[Message], call_id: str | None, note: str) -> list[Mess
     return messages
 
 
+def last_with_request(messages: list[Message], n: int) -> list[Message]:
+    """The last ``n`` messages (see `last_messages`), preceded by the user's newest message
+    when the window cut it off: without it the target knows what was looked up, not what the
+    user asked for."""
+    kept = last_messages(messages, n)
+    start = len(messages) - len(kept)
+    for i in range(len(messages) - 1, -1, -1):
+        if _is_users(messages[i]):
+            return [messages[i], *kept] if i < start else kept
+    return kept
+
+
+def _is_users(message: Message) -> bool:
+    """A message the user wrote (the run loop's re-ask after a bad answer is not one)."""
+    return message.role == "user" and not (message.content or "").startswith(REASK_PREFIX)
+
+
 def user_message(messages: list[Message]) -> str:
     """The newest message the user wrote ('' if none): what a target must not miss."""
     for message in reversed(messages):
-        if message.role == "user" and not (message.content or "").startswith(REASK_PREFIX):
+        if _is_users(message):
             return message.content or ""
     return ""
 
@@ -327,4 +348,4 @@ def control_holders(ctx: RunContext, state: AgentRun) -> list[str]:
 
 
 __all__ = ["Forwarded", "Handoff", "HandoffConfig", "HandoffTool", "Strategy", "control_holders",
-           "fit_budget", "intent_message", "user_message"]  # fmt: skip
+           "fit_budget", "intent_message", "last_with_request", "user_message"]  # fmt: skip
