@@ -81,6 +81,18 @@ async def test_an_intent_is_routed_in_python_without_another_model_call():
     ]
 
 
+async def test_the_schema_tells_the_model_what_respond_is_in_plain_words():
+    triage, *_ = support({"message": "We open at 9."})
+    await a.run(triage, "When do you open?")
+    schema = triage.model.requests[0].output_schema.schema  # type: ignore[union-attr]
+    respond = schema["$defs"]["Respond"]
+    assert respond["description"] == (
+        "Reply to the user yourself, without handing the request over to another agent."
+    )
+    assert respond["properties"] == {"message": {"type": "string"}}
+    assert "``" not in json.dumps(schema)  # no reST markup for the model to read
+
+
 async def test_several_intents_share_a_target_and_respond_is_a_direct_answer():
     triage, refunds, billing, general = support({"kind": "cancel"})
     result = await a.run(triage, "Cancel my plan.")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import UserError
 from ..models.types import Message
@@ -42,12 +42,15 @@ class Intent(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# Respond's docstring is the description the model reads in the triage agent's output schema
+# (a union keeps each member's), resent on every triage call: plain words, addressed to the
+# model. For Python readers: ``message`` becomes the run's output and no handoff happens.
 class Respond(BaseModel):
-    """A direct answer from the triage agent: no handoff; ``message`` is the run's output."""
+    """Reply to the user yourself, without handing the request over to another agent."""
 
     model_config = ConfigDict(extra="forbid")
 
-    message: str = Field(description="The answer to give the user directly.")
+    message: str
 
 
 @dataclass(eq=False)
