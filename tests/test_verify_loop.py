@@ -67,8 +67,16 @@ async def test_a_long_draft_is_rejected_then_the_rewrite_is_approved():
         (2, "verifier"),
     ]
     per_round = calls.groupby("round")["chars_in"].sum()
-    assert list(table["chars_sent"]) == list(per_round)
-    assert list(table["chars_sent"]) == [r.chars_sent for r in result.rounds]
+    assert list(table["chars_in"]) == list(per_round)
+    assert list(table["chars_in"]) == [r.chars_in for r in result.rounds]
+    assert sum(table["chars_in"]) == result.chars_in
+    # one vocabulary with verifier_table, and nothing that changes from run to run by default
+    chars = ["chars_writer", "chars_verifier", "chars_in"]
+    assert set(table.columns) <= set(a.verifier_table(result).columns)
+    assert table[chars].equals(a.verifier_table(result)[chars])
+    with_ids = result.table(run_ids=True)
+    assert list(with_ids["writer_run_id"]) == [r.writer.run_id for r in result.rounds]
+    assert list(with_ids["verifier_run_id"]) == [r.verifier.run_id for r in result.rounds]  # type: ignore[union-attr]
     assert table.loc[1, "chars_writer"] > table.loc[0, "chars_writer"]  # it rereads its history
 
 

@@ -59,7 +59,7 @@ class Round:
         return self.verifier.chars_in if self.verifier is not None else 0
 
     @property
-    def chars_sent(self) -> int:
+    def chars_in(self) -> int:
         """Characters sent to the models in this round, writer and verifier together."""
         return self.chars_writer + self.chars_verifier
 
@@ -103,7 +103,7 @@ class VerifyResult:
 
     @property
     def chars_in(self) -> int:
-        return sum(r.chars_sent for r in self.rounds)
+        return sum(r.chars_in for r in self.rounds)
 
     @property
     def calls(self) -> pd.DataFrame:
@@ -115,22 +115,32 @@ class VerifyResult:
                 parts[(r.round, "verifier")] = r.verifier
         return _runs.combine_calls(parts, ("round", "role"))
 
-    def table(self) -> pd.DataFrame:
-        """One row per round: draft, outcome, problems, characters sent (writer, verifier, total)."""
+    def table(self, *, run_ids: bool = False) -> pd.DataFrame:
+        """One row per round: draft, outcome, problems, characters sent (``chars_writer``,
+        ``chars_verifier`` and their sum ``chars_in``, the name the calls frame uses).
+
+        Run ids are random unless chosen, so they change on every run of a notebook; they are
+        added (``writer_run_id``, ``verifier_run_id``) only with ``run_ids=True``, e.g. to join
+        a round to its rows in ``calls``.
+        """
         import pandas as pd
 
         columns = ["round", "draft", "outcome", "problems", "chars_writer", "chars_verifier",
-                   "chars_sent", "writer_run_id", "verifier_run_id"]  # fmt: skip
+                   "chars_in"]  # fmt: skip
         rows = [
             [r.round, r.draft, r.outcome, list(r.problems), r.chars_writer, r.chars_verifier,
-             r.chars_sent, r.writer.run_id, r.verifier.run_id if r.verifier is not None else None]
+             r.chars_in]
             for r in self.rounds
         ]  # fmt: skip
+        if run_ids:
+            columns += ["writer_run_id", "verifier_run_id"]
+            for row, r in zip(rows, self.rounds):
+                row += [r.writer.run_id, r.verifier.run_id if r.verifier is not None else None]
         return pd.DataFrame(rows, columns=columns)
 
     @property
     def frame(self) -> pd.DataFrame:
-        """Same as `table()`."""
+        """Same as `table()` (without run ids)."""
         return self.table()
 
     def __repr__(self) -> str:
