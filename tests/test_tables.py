@@ -70,6 +70,8 @@ async def test_cost_table_has_characters_multiplier_and_baseline(trial):
     assert list(table.columns) == ["setup", "k", "runs", "errors", "model_calls", "chars_in",
                                    "tokens_in", "chars_out", "tokens_out", "multiplier", "baseline"]  # fmt: skip
     assert table["setup"].tolist() == ["generalist", *["hierarchy"] * 4]
+    # the generalist has no k: whole numbers with a gap, not floats with a NaN
+    assert str(table["k"].dtype) == "Int64" and table["k"].tolist() == [pd.NA, 1, 2, 3, 5]
     assert table["model_calls"].tolist() == [1, 3, 4, 5, 7]
     expected = [scenario.sent("generalist"), *(scenario.sent("hierarchy", k) for k in (1, 2, 3, 5))]
     assert table["chars_in"].tolist() == expected
@@ -106,6 +108,8 @@ async def test_a_baseline_can_be_selected_or_given_as_a_separate_run(trial):
     generalist = await Scenario()("generalist")
     separate = cost_table(hierarchy, by="k", baseline=generalist)
     assert separate["k"].isna().tolist() == [True, False, False, False, False]
+    assert str(separate["k"].dtype) == "Int64"
+    assert str(chosen["k"].dtype) == "Int64"  # whole numbers, though the frame had them as floats
     assert separate["chars_in"].tolist()[0] == scenario.sent("generalist")
     assert separate["multiplier"].tolist() == cost_table(frame)["multiplier"].tolist()
 

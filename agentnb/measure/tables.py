@@ -83,6 +83,7 @@ def cost_table(
     Columns: the configuration, ``runs``, ``errors``, ``model_calls``, ``chars_in``,
     ``tokens_in``, ``chars_out``, ``tokens_out``, ``multiplier`` (chars_in / the baseline's),
     ``baseline`` (True on the baseline row), then ``cost``, ``cost_note``, ``price_source``.
+    A configuration column of whole numbers (``k``) is ``Int64``, <NA> where a row has none.
     """
     import pandas as pd
 
@@ -113,8 +114,27 @@ def cost_table(
         table = pd.concat([base_table.reindex(columns=table.columns), table], ignore_index=True)
         base = float(base_table["chars_in"].iloc[0])
     table.insert(list(table.columns).index("baseline"), "multiplier", table["chars_in"] / base)
+    for key in keys:
+        table[key] = _whole_numbers(table[key])
     table.attrs["params"] = keys
     return table
+
+
+def _whole_numbers(column: pd.Series) -> pd.Series:
+    """A configuration column of whole numbers as pandas' nullable ``Int64`` (1, 2, <NA>).
+
+    A sweep whose baseline has no ``k`` makes ``k`` float (1.0, NaN), and a separate baseline
+    row makes it object; both read as counts again, without an ``.astype`` in the notebook.
+    """
+    import pandas as pd
+
+    present = column.dropna()
+    if not len(present) or pd.api.types.is_integer_dtype(column) or column.dtype == bool:
+        return column
+    types = pd.api.types
+    if all(types.is_number(v) and not types.is_bool(v) and float(v).is_integer() for v in present):
+        return column.astype("Int64")
+    return column
 
 
 def _first_text(values: pd.Series) -> Any:
