@@ -10,6 +10,7 @@ stays out of the fit, which is then "characters per added sub-agent".
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
@@ -131,8 +132,8 @@ def _whole_numbers(column: pd.Series) -> pd.Series:
     present = column.dropna()
     if not len(present) or pd.api.types.is_integer_dtype(column) or column.dtype == bool:
         return column
-    types = pd.api.types
-    if all(types.is_number(v) and not types.is_bool(v) and float(v).is_integer() for v in present):
+    if all(isinstance(v, Real) and not pd.api.types.is_bool(v) and float(v).is_integer()
+           for v in present):  # fmt: skip
         return column.astype("Int64")
     return column
 
