@@ -16,8 +16,9 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
+from ..errors import UserError
 from ..models.types import Message, ModelRequest, ModelResponse
 from .history import HistoryTally
 from .sizes import dumps
@@ -37,17 +38,27 @@ _state: dict[str, Any] = {
 # never served under another that happens to carry the same method name.
 
 
-def set_tokenizer(count: Encoder | None, method: str = "custom") -> None:
-    """Use ``count(text) -> int`` to count tokens (``None`` restores the automatic choice).
+def set_tokenizer(count: Encoder | Literal["off"] | None, method: str = "custom") -> None:
+    """Choose how tokens are counted.
 
-    ``method`` is what the ``tokens_method`` column will say, e.g. ``"tiktoken:cl100k_base"``.
+    - a function ``count(text) -> int``: ``method`` is what the ``tokens_method`` column will
+      say, e.g. ``"tiktoken:cl100k_base"``;
+    - ``"off"``: count no tokens (``tokens_method="unavailable"``), e.g. so that a notebook
+      prints the same numbers on every machine; the code equivalent of ``AGENTNB_TOKENIZER=off``;
+    - ``None``: the automatic choice again (tiktoken if it loads, unless that variable is set).
     """
+    if not (count is None or count == "off" or callable(count)):
+        raise UserError(
+            f"set_tokenizer takes a function text -> int, 'off' or None (automatic), got {count!r}"
+        )
     with _lock:
         _state["generation"] += 1
         _spec_tokens.clear()
         _text_tokens.clear()
         if count is None:
             _state.update(loaded=False, encoder=None, method="unavailable")
+        elif count == "off":
+            _state.update(loaded=True, encoder=None, method="unavailable")
         else:
             _state.update(loaded=True, encoder=count, method=method)
 
