@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
@@ -142,6 +144,23 @@ def test_agent_run_interpolates_identifiers_only_runs_and_stores_the_result(ip):
     assert shown.data["text/plain"].startswith("RunResult ✔ boss answered · 3 model calls")
 
 
+def test_a_fixed_run_id_makes_the_log_lines_the_same_on_every_run(ip):
+    ip.user_ns["twice"] = a.ScriptedModel([a.tool_call("legal", input="check"), a.say("ok")] * 2)
+    ip.user_ns["legal_model"] = a.ScriptedModel([a.say("lawful")] * 3)
+    cell(ip, "agent", "legal --model legal_model", "You review law.")
+    cell(ip, "agent", "boss --model twice --tools legal", "You decide.")
+    cell(ip, "agent_run", "boss -o first --run-id review-1", "go")
+    cell(ip, "agent_run", "boss -o second --run-id review-1", "go")
+
+    first, second = ip.user_ns["first"], ip.user_ns["second"]
+    assert first.run_id == second.run_id == "review-1"
+    assert first.log_lines() and first.log_lines() == second.log_lines()
+    assert {json.loads(line)["run"] for line in first.log_lines()} == {"review-1"}
+    assert set(first.calls["run_id"]) == {"review-1"}  # the sub-agent's calls too
+    cell(ip, "agent_run", "legal -o third", "go")  # without it, a fresh random id
+    assert ip.user_ns["third"].ok and ip.user_ns["third"].run_id != "review-1"
+
+
 def test_a_failing_run_is_shown_not_swallowed(ip):
     ip.user_ns["short"] = a.ScriptedModel([])
     cell(ip, "agent", "empty --model short", "Say something.")
@@ -218,7 +237,12 @@ def test_an_undocumented_tool_function_is_a_usage_error_too(ip):
 BAD_RUN = [
     ("nobody", "go", "'nobody' is not defined; agents in the namespace: legal"),
     ("lookup", "go", "'lookup' is a function, not an Agent; agents in the namespace: legal"),
-    ("legal --frob", "go", "unknown option '--frob'; valid options: -o, --out, --timeout"),
+    ("legal --frob", "go",
+     "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id; "
+     "usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID]"),
+    ("legal --run-id", "go", "argument --run-id: expected one argument"),
+    ("legal --run-id ''", "go", "argument --run-id: '' is not a run id: use one word without spaces"),
+    ("legal --run-id 'a b'", "go", "argument --run-id: 'a b' is not a run id"),
     ("legal -o 2x", "go", "-o needs a Python identifier"),
     ("legal --timeout -1", "go", "argument --timeout: '-1' must be positive"),
     ("legal", "Use {undefined_thing}", "{undefined_thing} in the text is not defined"),

@@ -112,6 +112,7 @@ def run_live(
     *,
     timeout: float | None = None,
     monitor: RunMonitor | bool = True,
+    run_id: str | None = None,
     **options: Any,
 ) -> RunResult:
     """Run ``agent`` from a notebook cell, blocking, with a live `RunMonitor` displayed above
@@ -120,7 +121,8 @@ def run_live(
     The run happens on agentnb's background loop (`agentnb.run_sync`), so it works while
     Jupyter's own loop is running, and Kernel -> Interrupt cancels every sub-agent and
     returns the partial result (``ok=False``, `RunCancelled`). Does not display the result:
-    the caller does (``%%agent_run`` does).
+    the caller does (``%%agent_run`` does). ``run_id`` fixes the run's id (random otherwise),
+    which keeps its log lines the same from one execution of a notebook to the next.
     """
     from ..runtime._loop import run_sync
 
@@ -131,7 +133,9 @@ def run_live(
     if shown is not None:
         listeners.append(shown.listener)
     try:
-        result: RunResult = run_sync(agent, input, timeout=timeout, listeners=listeners, **options)
+        result: RunResult = run_sync(
+            agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
+        )
     except UserError:  # the run never started (e.g. no API key): no monitor left waiting
         if shown is not None:
             shown.close()

@@ -60,6 +60,14 @@ def _positive(kind: type) -> Any:
     return parse
 
 
+def _run_id(text: str) -> str:
+    if not text or any(c.isspace() for c in text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a run id: use one word without spaces, e.g. review-1"
+        )
+    return text
+
+
 AGENT = _parser(
     "%%agent",
     [
@@ -75,6 +83,7 @@ AGENT_RUN = _parser(
     [
         (("-o", "--out"), {"metavar": "VAR", "dest": "out"}),
         (("--timeout",), {"metavar": "S", "type": _positive(float)}),
+        (("--run-id",), {"metavar": "ID", "type": _run_id, "dest": "run_id"}),
     ],
 )
 
@@ -157,10 +166,11 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent_run(self, line: str, cell: str) -> None:
-        """%%agent_run NAME [-o VAR] [--timeout S]
+        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID]
 
         Runs agent NAME on the cell body ({identifier} interpolated from the namespace), with
-        a live monitor, and displays the result; -o VAR stores the RunResult in VAR."""
+        a live monitor, and displays the result; -o VAR stores the RunResult in VAR. --run-id
+        fixes the run id (random otherwise), so the log lines are the same on every run."""
         args = parse(AGENT_RUN, line)
         ns = self.namespace
         agent = the_agent(args.name, ns, self.hidden())
@@ -176,7 +186,9 @@ class AgentMagics(Magics):
             )
         timeout = args.timeout or commands.agent_timeout(agent) or self.timeout
         try:
-            result = commands.run_live(agent, text, timeout=timeout, monitor=self._live())
+            result = commands.run_live(
+                agent, text, timeout=timeout, monitor=self._live(), run_id=args.run_id
+            )
         except UserError as exc:  # e.g. an agent whose model spec cannot be resolved
             raise UsageError(f"%%agent_run: {_one_line(exc)}") from None
         if args.out is not None:
