@@ -59,6 +59,7 @@ def test_request_sizes_add_up_to_the_canonical_request():
         sizes = request_sizes(request)
         assert sizes["total"] == len(canonical_request(request))
         assert sum(sizes[c] for c in COMPONENTS) == sizes["total"]
+        assert list(sizes) == [*COMPONENTS, "total"]
         assert sizes["system"] == len(json.dumps(request.system, ensure_ascii=False)) - 2
 
 
@@ -98,6 +99,29 @@ def test_spans_added_by_hand_are_still_closed():
     trace.close_open_under(s["sub_a"], "cancelled")
     assert extra.status == "cancelled" and s["model_a"].status == "cancelled"
     assert s["sub_b"].ended is None
+
+
+def test_closing_a_subtree_matches_the_long_way_on_random_traces():
+    rnd = random.Random(13)
+    for _ in range(200):
+        trace = Trace("r")
+        spans = [trace.start("run", "c", None, agent="c", path="c", depth=0)]
+        for _ in range(rnd.randint(1, 25)):
+            parent = rnd.choice(spans)
+            spans.append(trace.start("agent", "a", parent, agent="a", path="p", depth=0))
+            if rnd.random() < 0.4:
+                trace.end(rnd.choice(spans), "ok")
+        root = rnd.choice(spans)  # running or not
+        below, expected = {root.span_id}, []
+        for span in spans:  # the long way: every span, in start order
+            if span.parent_id in below:
+                below.add(span.span_id)
+                if span.ended is None:
+                    expected.append(span.span_id)
+        ended: list[str] = []
+        trace.listeners.append(lambda event, span: ended.append(span.span_id))
+        trace.close_open_under(root, "timeout")
+        assert ended == expected
 
 
 def _reference_frame(rows: list[dict]) -> pd.DataFrame:

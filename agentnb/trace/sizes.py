@@ -74,15 +74,41 @@ class MessageSize(NamedTuple):
 _COMPONENT_OF_ROLE = {"user": "user", "assistant": "assistant", "tool": "tool_results"}
 
 
+_TOOL_MESSAGE = len('{"role":"tool","tool_call_id":,"content":}')
+_MESSAGE = len('{"role":,"content":}')
+_TOOL_CALLS = len(',"tool_calls":[]')
+_TOOL_CALL = len('{"id":,"name":,"arguments":}')
+
+
 def message_size(message: Message) -> MessageSize:
-    """The size of one message in the canonical JSON, cached on the message."""
+    """The size of one message in the canonical JSON, cached on the message.
+
+    The total is ``len(dumps(message_payload(message)))`` added up field by field: encoding the
+    payload dict was the largest share of the trace's per-call cost. Each text is escaped once,
+    for its component and for the total (a field's JSON is its escaped text and two quotes, or
+    ``null``). A test compares this with `message_payload` on random messages.
+    """
     cached = message._size
     if cached is not None:
         return cached
-    content = _text(message.content)
-    args = sum(_text(call.arguments) for call in message.tool_calls)
-    component = _COMPONENT_OF_ROLE[message.role]
-    size = MessageSize(_payload_length(message), component, content, args)
+    text = message.content
+    content = _text(text)
+    total = 4 if text is None else content + 2
+    calls = message.tool_calls
+    args = 0
+    if message.role == "tool":
+        total += _TOOL_MESSAGE + _json_length(message.tool_call_id)
+        args = sum(_text(call.arguments) for call in calls)  # a tool message has none in practice
+    else:
+        total += _MESSAGE + _json_length(message.role)
+        if calls:
+            total += _TOOL_CALLS + len(calls) - 1
+            for c in calls:
+                arg = _text(c.arguments)
+                args += arg
+                total += _TOOL_CALL + _json_length(c.id) + _json_length(c.name)
+                total += 4 if c.arguments is None else arg + 2
+    size = MessageSize(total, _COMPONENT_OF_ROLE[message.role], content, args)
     message._size = size
     return size
 
@@ -94,29 +120,6 @@ def _json_length(value: object) -> int:
     if value is None:
         return 4  # null
     return len(dumps(value))
-
-
-_TOOL_MESSAGE = len('{"role":"tool","tool_call_id":,"content":}')
-_MESSAGE = len('{"role":,"content":}')
-_TOOL_CALLS = len(',"tool_calls":[]')
-_TOOL_CALL = len('{"id":,"name":,"arguments":}')
-
-
-def _payload_length(message: Message) -> int:
-    """``len(dumps(message_payload(message)))``, added up field by field.
-
-    Encoding the payload dict was the largest share of the trace's per-call cost; this mirrors
-    `message_payload` exactly (a test compares the two on random messages).
-    """
-    if message.role == "tool":
-        return _TOOL_MESSAGE + _json_length(message.tool_call_id) + _json_length(message.content)
-    n = _MESSAGE + _json_length(message.role) + _json_length(message.content)
-    calls = message.tool_calls
-    if calls:
-        n += _TOOL_CALLS + len(calls) - 1
-        for c in calls:
-            n += _TOOL_CALL + _json_length(c.id) + _json_length(c.name) + _json_length(c.arguments)
-    return n
 
 
 def message_payload(message: Message) -> dict[str, object]:
@@ -175,35 +178,31 @@ def _specs_size(tools: list[ToolSpec], schema: OutputSchema | None) -> int:
     return size
 
 
+_REQUEST_FRAME = len('{"system":,"messages":[],"tools":[]}')
+_SCHEMA_KEY = len(',"output_schema":')
+
+
 def request_sizes(request: ModelRequest, tally: HistoryTally | None = None) -> dict[str, int]:
     """Characters sent by component; ``sum(values) == len(canonical_request(request))``.
 
-    Returns the components plus ``total``. With a `HistoryTally` (the run loop keeps one per
-    agent), only the messages appended since the tally's last request are visited.
+    Returns the components (in the order of `COMPONENTS`) plus ``total``. With a
+    `HistoryTally` (the run loop keeps one per agent), only the messages appended since the
+    tally's last request are visited.
     """
-    counts = dict.fromkeys(COMPONENTS, 0)
-    counts["system"] = _text(request.system)
-    counts["tools"] = _specs_size(request.tools, request.output_schema)
-    system = counts["system"] + 2 if isinstance(request.system, str) else len(dumps(request.system))
-    total = system + counts["tools"]
-    # {"system":  ,"messages":[  ],"tools":[  ]}
-    total += 10 + 13 + 11 + 2
-    n = len(request.messages)
-    total += max(n - 1, 0) + max(len(request.tools) - 1, 0)
-    if request.output_schema is not None:
-        total += len(',"output_schema":')
+    system = _text(request.system)
+    tools = _specs_size(request.tools, request.output_schema)
+    total = (system + 2 if isinstance(request.system, str) else len(dumps(request.system))) + tools
+    total += _REQUEST_FRAME
     messages = request.messages
+    n = len(messages)
+    total += max(n - 1, 0) + max(len(request.tools) - 1, 0)  # the commas between items
+    if request.output_schema is not None:
+        total += _SCHEMA_KEY
     if tally is None:
-        start, sums = 0, {"total": 0, "user": 0, "assistant": 0, "tool_results": 0, "tool_args": 0}
+        start, sums = 0, _empty_sums()
     else:
         start = tally.sizes.prefix(messages)
-        sums = tally.sizes.values or {
-            "total": 0,
-            "user": 0,
-            "assistant": 0,
-            "tool_results": 0,
-            "tool_args": 0,
-        }
+        sums = tally.sizes.values or _empty_sums()
     for i in range(start, n):  # only what is new since the tally's last request
         size = messages[i]._size or message_size(messages[i])
         sums["total"] += size.total
@@ -213,15 +212,27 @@ def request_sizes(request: ModelRequest, tally: HistoryTally | None = None) -> d
         tally.sizes.values = sums
         tally.sizes.advance(messages)
     total += sums["total"]
-    counts["user"] += sums["user"]
-    counts["assistant"] += sums["assistant"]
-    counts["tool_results"] += sums["tool_results"]
-    counts["tool_args"] += sums["tool_args"]
-    counts["framing"] = total - sum(counts.values())
-    counts["total"] = total
-    return counts
+    user, assistant = sums["user"], sums["assistant"]
+    tool_args, tool_results = sums["tool_args"], sums["tool_results"]
+    return {
+        "system": system,
+        "tools": tools,
+        "user": user,
+        "assistant": assistant,
+        "tool_args": tool_args,
+        "tool_results": tool_results,
+        "framing": total - (system + tools + user + assistant + tool_args + tool_results),
+        "total": total,
+    }
+
+
+def _empty_sums() -> dict[str, int]:
+    return {"total": 0, "user": 0, "assistant": 0, "tool_results": 0, "tool_args": 0}
 
 
 def response_chars(response: ModelResponse) -> int:
     """Characters generated: the answer's text plus the arguments of its tool calls."""
-    return len(response.text or "") + sum(len(c.arguments) for c in response.tool_calls)
+    n = len(response.text or "")
+    for call in response.tool_calls:
+        n += len(call.arguments)
+    return n
