@@ -98,32 +98,36 @@ class Trace:
         depth: int,
         **attrs: Any,
     ) -> Span:
+        # `now()` written out here and in `end`: these two run for every span of every run.
         self._count += 1
+        span_id = f"s{self._count}"
         span = Span(
-            f"s{self._count}",
+            span_id,
             parent.span_id if parent else None,
             kind,
             name,
             agent,
             path,
             depth,
-            self.now(),
+            time.perf_counter() - self._t0,
             attrs=attrs,
         )
         self.spans.append(span)
-        self._open[span.span_id] = span
-        for listener in self.listeners:
-            listener("start", span)
+        self._open[span_id] = span
+        if self.listeners:
+            for listener in self.listeners:
+                listener("start", span)
         return span
 
     def end(self, span: Span, status: str = "ok", **attrs: Any) -> None:
-        span.ended = self.now()
+        span.ended = time.perf_counter() - self._t0
         span.status = status
         self._open.pop(span.span_id, None)
         if attrs:
             span.attrs.update(attrs)
-        for listener in self.listeners:
-            listener("end", span)
+        if self.listeners:
+            for listener in self.listeners:
+                listener("end", span)
 
     def close_open(self, status: str) -> None:
         """End every span still running (after a timeout, an error or an interrupt)."""
@@ -134,7 +138,7 @@ class Trace:
     def close_open_under(self, root: Span, status: str) -> None:
         """End every running span below ``root`` (a sub-agent that timed out or failed)."""
         if self._indexed():
-            for span in [s for s in self._open.values() if self._is_below(s, root.span_id)]:
+            for span in [s for s in self._open_after(root) if self._is_below(s, root.span_id)]:
                 if span.ended is None:
                     self.end(span, status)
             return
@@ -148,6 +152,23 @@ class Trace:
     def _indexed(self) -> bool:
         """True while every span came from `start`: span ``s<n>`` is then ``spans[n - 1]``."""
         return len(self.spans) == self._count
+
+    def _open_after(self, root: Span) -> list[Span]:
+        """The running spans started after ``root`` (all running spans if it has ended).
+
+        A span below ``root`` was started after it, and `_open` keeps start order: walking back
+        from the newest to ``root`` skips the spans of the callers, which are still running. A
+        sub-agent that finished normally left nothing open, so this usually stops at once.
+        """
+        if self._open.get(root.span_id) is not root:
+            return list(self._open.values())
+        after = []
+        for span in reversed(self._open.values()):
+            if span is root:
+                break
+            after.append(span)
+        after.reverse()
+        return after
 
     def _is_below(self, span: Span, root_id: str) -> bool:
         parent = span.parent_id
