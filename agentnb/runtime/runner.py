@@ -368,13 +368,15 @@ def _record(
     tokens_out = (
         response_tokens(response) if (response is not None and tokens_in is not None) else None
     )
-    provider = response.usage if response is not None else Usage()
+    provider = response.usage if response is not None else _NO_USAGE
     if tokens_in is None and provider.input_tokens is not None:
         tokens_in, tokens_out, method = provider.input_tokens, provider.output_tokens, "provider"
     chars_out = response_chars(response) if response is not None else 0
     events = response.events if response is not None else (failed_events or [])
-    wait = sum(e.get("seconds", 0.0) for e in events if e.get("event") == "queue_wait")
-    retries = sum(1 for e in events if e.get("event") == "retry")
+    wait = retries = 0
+    if events:  # most calls have none: skip building two generators for nothing
+        wait = sum(e.get("seconds", 0.0) for e in events if e.get("event") == "queue_wait")
+        retries = sum(1 for e in events if e.get("event") == "retry")
     latency = (span.ended or 0.0) - span.started
     row = {
         "run_id": ctx.run_id, "span_id": span.span_id, "parent_id": span.parent_id,
@@ -401,12 +403,28 @@ def _record(
                               agent=state.agent.name, **{k: v for k, v in event.items() if k != "event"})  # fmt: skip
     if response is None:
         return
-    used = Usage(provider.input_tokens, provider.output_tokens, 1)
-    ctx.usage = ctx.usage + used
-    state.usage = state.usage + used
+    ctx.usage = add_call(ctx.usage, provider)
+    state.usage = add_call(state.usage, provider)
     state.chars_in += sizes["total"]
     if state.budgets:
         _charge(state, provider, tokens_in, tokens_out, method, sizes["total"], chars_out)
+
+
+_NO_USAGE = Usage()  # what a failed call reports; never changed (usages are added, not updated)
+
+
+def add_call(total: Usage, provider: Usage) -> Usage:
+    """``total + Usage(provider.input_tokens, provider.output_tokens, 1)``: one model call added.
+
+    Written out because it runs twice per call and builds one `Usage` instead of three; a test
+    checks it against the ``+`` it stands for.
+    """
+    tokens_in, tokens_out = provider.input_tokens, provider.output_tokens
+    return Usage(
+        total.input_tokens if tokens_in is None else (total.input_tokens or 0) + tokens_in,
+        total.output_tokens if tokens_out is None else (total.output_tokens or 0) + tokens_out,
+        total.requests + 1,
+    )
 
 
 def _charge(state: AgentRun, provider: Usage, tokens_in: int | None, tokens_out: int | None,
