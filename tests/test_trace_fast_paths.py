@@ -119,7 +119,7 @@ def test_closing_a_subtree_matches_the_long_way_on_random_traces():
                 if span.ended is None:
                     expected.append(span.span_id)
         ended: list[str] = []
-        trace.listeners.append(lambda event, span: ended.append(span.span_id))
+        trace.listeners.append(lambda event, span, out=ended: out.append(span.span_id))
         trace.close_open_under(root, "timeout")
         assert ended == expected
 

@@ -66,7 +66,7 @@ class Agent:
 
     def tool_map(self) -> dict[str, Tool]:
         """The tools by name, functions and agents converted; duplicate names are an error."""
-        cache_key = (tuple(id(t) for t in self.tools), tuple(id(h) for h in self.handoffs))
+        cache_key = (tuple(map(id, self.tools)), tuple(map(id, self.handoffs)))  # every run asks
         cached = self.__dict__.get("_tool_cache")
         if cached is not None and cached[0] == cache_key:
             return cached[1]

@@ -38,6 +38,10 @@ class Limits:
                 raise UserError(f"Limits.{name} must be positive or None, got {value!r}")
 
 
+_NO_LIMITS = Limits()
+"""The defaults, built once: `Limits` is frozen, so every run can share it."""
+
+
 @dataclass
 class TokenBudget:
     """A token allowance for one scope: the run (fatal) or one sub-agent call (not fatal)."""
@@ -95,7 +99,9 @@ class RunContext:
                 raise UserError(
                     "The artifact handle 'input' is reserved for the run's input; choose another."
                 )
-        return cls(run_id, limits or Limits(), Trace(run_id), dict(artifacts or {}), approver, deps)
+        return cls(
+            run_id, limits or _NO_LIMITS, Trace(run_id), dict(artifacts or {}), approver, deps
+        )
 
     @property
     def depth(self) -> int:

@@ -459,7 +459,7 @@ async def _run_tools(
     if len(calls) == 1:
         results = [await _run_tool(calls[0], tools, state, ctx, turn)]
     else:
-        tasks = [asyncio.ensure_future(_run_tool(c, tools, state, ctx, turn)) for c in calls]
+        tasks = [asyncio.create_task(_run_tool(c, tools, state, ctx, turn)) for c in calls]
         try:
             done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         except asyncio.CancelledError:

@@ -71,7 +71,8 @@ class Tool:
                 validated = self.args_model.model_validate(parsed)
             except ValidationError as exc:
                 return f"Tool error: invalid arguments for {self.name}: {_brief(exc)}. Fix them and call again."
-            kwargs = {k: getattr(validated, k) for k in type(validated).model_fields}
+            # __pydantic_fields__ is what model_fields returns, without its descriptor's cost
+            kwargs = {k: getattr(validated, k) for k in type(validated).__pydantic_fields__}
         else:
             kwargs = parsed
         if self.context_param:
