@@ -14,6 +14,7 @@ from agentnb import Agent, ScriptedModel
 from agentnb.models.types import Usage
 from agentnb.runtime.agent_tool import SubAgentInput
 from agentnb.runtime.runner import add_call
+from agentnb.runtime.tools import function_tool
 
 
 def test_adding_a_call_to_a_usage_is_the_plain_sum():
@@ -54,3 +55,65 @@ def test_default_sub_agent_arguments_parse_as_on_the_plain_path():
             assert got == want, arguments
         else:
             assert type(got) is SubAgentInput and got == want, arguments
+
+
+def plain_params(text: str, count: int = 1, flag: bool = False) -> str:
+    """A tool whose parameters are all of the types the JSON fast path takes."""
+    return f"{text}{count}{flag}"
+
+
+NUMBERS = ["1", "1.0", "1.5", "-0", "1e2", "1E400", "1" * 400, "NaN", "Infinity", "true", "null",
+           '"1"', '" 1 "', '"true"', '"yes"', '"0x10"', '"1_000"', "[]", "{}", '"\\u00e9"', '""']  # fmt: skip
+
+
+def _tool_arguments(rnd: random.Random) -> str:
+    fields = {"text": rnd.choice(['"a"', '"\\u00e9\\n"', '""', *NUMBERS])}
+    for name in ("count", "flag", "other"):
+        if rnd.random() < (0.1 if name == "other" else 0.7):
+            fields[name] = rnd.choice(NUMBERS)
+    text = "{" + ",".join(f'"{k}":{v}' for k, v in fields.items()) + "}"
+    for _ in range(rnd.choice([0, 0, 1])):
+        at = rnd.randint(0, len(text))
+        text = text[:at] + rnd.choice(JSONISH) + text[at + rnd.randint(0, 1) :]
+    return text
+
+
+def test_function_tool_arguments_from_json_match_the_plain_path():
+    tool = function_tool(plain_params)
+    assert tool._json_args is tool.args_model
+    rnd = random.Random(9)
+    taken = 0
+    for arguments in [_tool_arguments(rnd) for _ in range(4000)]:
+        fast = tool._from_json(arguments)
+        if fast is None:
+            continue  # the plain path words the error
+        taken += 1
+        plain = tool._parse(arguments)
+        assert fast == plain, arguments
+        assert [type(v) for v in fast.values()] == [type(v) for v in plain.values()], arguments
+    assert taken > 300  # the fast path was exercised
+
+
+def test_only_plain_parameter_types_take_the_json_fast_path():
+    def scored(text: str, score: float) -> str:
+        """Float: a 400-digit number is inf from JSON text but an error from json.loads."""
+        return text
+
+    def listed(items: list[str]) -> str:
+        """A list."""
+        return ""
+
+    assert function_tool(scored)._json_args is None
+    assert function_tool(listed)._json_args is None
+    assert function_tool(plain_params)._json_args is not None
+
+
+async def test_a_tool_notices_its_function_was_replaced():
+    tool = function_tool(plain_params)
+    assert await tool.call({"text": "a"}) == "a1False"  # sync: run in a thread
+
+    async def shout(text: str, count: int = 1, flag: bool = False) -> str:
+        return text.upper()
+
+    tool.fn = shout
+    assert await tool.call({"text": "a"}) == "A"
