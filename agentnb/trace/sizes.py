@@ -92,13 +92,14 @@ def message_size(message: Message) -> MessageSize:
     if cached is not None:
         return cached
     text = message.content
-    content = _text(text)
+    content = len(_encode_string(text)) - 2 if type(text) is str else _text(text)
     total = 4 if text is None else content + 2
     calls = message.tool_calls
     args = 0
     if message.role == "tool":
         total += _TOOL_MESSAGE + _json_length(message.tool_call_id)
-        args = sum(_text(call.arguments) for call in calls)  # a tool message has none in practice
+        if calls:  # a tool message has none in practice
+            args = sum(_text(call.arguments) for call in calls)
     else:
         total += _MESSAGE + _json_length(message.role)
         if calls:
@@ -189,25 +190,30 @@ def request_sizes(request: ModelRequest, tally: HistoryTally | None = None) -> d
     `HistoryTally` (the run loop keeps one per agent), only the messages appended since the
     tally's last request are visited.
     """
-    system = _text(request.system)
-    tools = _specs_size(request.tools, request.output_schema)
-    total = (system + 2 if isinstance(request.system, str) else len(dumps(request.system))) + tools
-    total += _REQUEST_FRAME
+    text = request.system
+    system = len(_encode_string(text)) - 2 if type(text) is str else _text(text)
+    specs, schema = request.tools, request.output_schema
+    tools = _specs_size(specs, schema) if (specs or schema is not None) else 0
     messages = request.messages
     n = len(messages)
-    total += max(n - 1, 0) + max(len(request.tools) - 1, 0)  # the commas between items
-    if request.output_schema is not None:
+    # the system prompt's JSON, the specs, the frame, and the commas between items
+    total = (system + 2 if isinstance(text, str) else len(dumps(text))) + tools + _REQUEST_FRAME
+    total += (n - 1 if n else 0) + (len(specs) - 1 if specs else 0)
+    if schema is not None:
         total += _SCHEMA_KEY
     if tally is None:
         start, sums = 0, _empty_sums()
     else:
         start = tally.sizes.prefix(messages)
         sums = tally.sizes.values or _empty_sums()
-    for i in range(start, n):  # only what is new since the tally's last request
-        size = messages[i]._size or message_size(messages[i])
-        sums["total"] += size.total
-        sums[size.component] += size.content
-        sums["tool_args"] += size.tool_args
+    if start < n:  # only what is new since the tally's last request
+        history, args = sums["total"], sums["tool_args"]
+        for i in range(start, n):
+            size = messages[i]._size or message_size(messages[i])
+            history += size.total
+            sums[size.component] += size.content
+            args += size.tool_args
+        sums["total"], sums["tool_args"] = history, args
     if tally is not None:
         tally.sizes.values = sums
         tally.sizes.advance(messages)
