@@ -29,6 +29,7 @@ from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.sizes import request_sizes, response_chars
 from ..trace.spans import Listener, Span
 from ..trace.tokens import request_tokens, response_tokens
+from ._tasks import run_concurrently
 from .agent import Agent
 from .context import Limits, RunContext, TokenBudget
 from .prompt import section_sizes
@@ -459,19 +460,7 @@ async def _run_tools(
     if len(calls) == 1:
         results = [await _run_tool(calls[0], tools, state, ctx, turn)]
     else:
-        tasks = [asyncio.create_task(_run_tool(c, tools, state, ctx, turn)) for c in calls]
-        try:
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
-        if pending:  # one raised a run-ending error: stop the others, then report it
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
-        results = [t.result() for t in tasks]  # re-raises the first error
+        results = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
     transfer = None
     for call, result in zip(calls, results):
         if isinstance(result, Transfer):
