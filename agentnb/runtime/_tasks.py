@@ -3,14 +3,16 @@
 This is ``asyncio.wait(tasks, return_when=FIRST_EXCEPTION)`` followed by cancelling what is
 left, with one difference in mechanism: each call wakes the waiting turn itself, when it fails
 or is the last to finish. ``asyncio.wait`` learns it from done callbacks, which run one pass of
-the event loop later, and only then wakes the turn: at zero model latency that extra pass was
-about a quarter of the cost of a turn that calls three sub-agents (benchmarks/overhead.py).
+the event loop later, and only then wakes the turn: at zero model latency that extra pass (and
+its callbacks) was about a fifth of the cost of a turn that calls three sub-agents
+(benchmarks/overhead.py). A call cancelled before it starts never runs its own code; a done
+callback, removed as soon as the call starts, counts it instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -26,7 +28,6 @@ async def run_concurrently(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """
     woken = asyncio.get_running_loop().create_future()
     left = len(coros)
-    started: set[int] = set()
 
     def finished(failed: bool) -> None:
         nonlocal left
@@ -34,8 +35,16 @@ async def run_concurrently(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         if (failed or not left) and not woken.done():
             woken.set_result(None)
 
-    async def report(index: int, coro: Coroutine[Any, Any, T]) -> T:
-        started.add(index)
+    def never_started(coro: Coroutine[Any, Any, T], task: asyncio.Task[T]) -> None:
+        # Stays registered only on a task cancelled before its first step, whose `report`
+        # never runs: it is counted here (and its coroutine closed, never to be awaited).
+        coro.close()
+        finished(False)
+
+    async def report(coro: Coroutine[Any, Any, T], on_done: Callable[..., None]) -> T:
+        current = asyncio.current_task()
+        assert current is not None
+        current.remove_done_callback(on_done)  # started: from here on, this counts the call
         try:
             result = await coro
         except asyncio.CancelledError:
@@ -47,16 +56,11 @@ async def run_concurrently(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         finished(False)
         return result
 
-    def cancelled_before_start(index: int, task: asyncio.Task[T]) -> None:
-        # A task cancelled before its first step never runs `report`: count it here.
-        if index not in started:
-            coros[index].close()
-            finished(False)
-
     tasks = []
-    for index, coro in enumerate(coros):
-        task = asyncio.create_task(report(index, coro))
-        task.add_done_callback(partial(cancelled_before_start, index))
+    for coro in coros:
+        on_done = partial(never_started, coro)
+        task = asyncio.create_task(report(coro, on_done))
+        task.add_done_callback(on_done)
         tasks.append(task)
     try:
         await woken

@@ -275,9 +275,10 @@ class AgentTool(Tool):
         if caller.depth >= limits.max_depth:
             return (f"ERROR: maximum depth reached ({limits.max_depth}) at {caller.path}: {self.name} was not called. "
                     "Answer with the data you have and say what is missing.")  # fmt: skip
-        if any(a is self.agent for a in caller.lineage):
-            return (f"ERROR: {self.name} is already on the call path {caller.path}. "
-                    "Recursion is not allowed: conclude with the data you have.")  # fmt: skip
+        for on_path in caller.lineage:  # by identity (a loop: no generator on every call)
+            if on_path is self.agent:
+                return (f"ERROR: {self.name} is already on the call path {caller.path}. "
+                        "Recursion is not allowed: conclude with the data you have.")  # fmt: skip
         budget = limits.max_model_calls
         if budget is not None and ctx.model_calls >= budget:
             raise BudgetExceeded(

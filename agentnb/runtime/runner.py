@@ -394,8 +394,9 @@ def _record(
         "retries": retries, "status": status,
     }  # fmt: skip
     ctx.trace.call_rows.append(row)
-    span.attrs.update(chars_in=sizes["total"], chars_out=chars_out, tokens_in=tokens_in,
-                      tokens_out=tokens_out, retries=retries)  # fmt: skip
+    attrs = span.attrs
+    attrs["chars_in"], attrs["chars_out"] = sizes["total"], chars_out
+    attrs["tokens_in"], attrs["tokens_out"], attrs["retries"] = tokens_in, tokens_out, retries
     if events:
         span.attrs["events"] = events
         for event in events:  # an adapter's retries and fallbacks show in the log lines too
