@@ -123,7 +123,10 @@ class Tool:
             return f"Tool error: {type(exc).__name__}: {exc}"
         if isinstance(value, Transfer):
             return value
-        return truncate(to_text(value), self.max_result_chars)
+        limit = self.max_result_chars
+        if isinstance(value, str) and (limit is None or len(value) <= limit):
+            return value  # what to_text and truncate would give back, without the two calls
+        return truncate(to_text(value), limit)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"

@@ -138,6 +138,8 @@ class Trace:
     def close_open_under(self, root: Span, status: str) -> None:
         """End every running span below ``root`` (a sub-agent that timed out or failed)."""
         if self._indexed():
+            if root is next(reversed(self._open.values()), None):
+                return  # nothing started after it still runs: the usual end of a sub-agent
             for span in [s for s in self._open_after(root) if self._is_below(s, root.span_id)]:
                 if span.ended is None:
                     self.end(span, status)

@@ -120,7 +120,8 @@ def request_tokens(
 
     With a `HistoryTally`, only the messages appended since its last request are visited.
     """
-    count, method = tokenizer()
+    # `tokenizer()` read in place once loaded: this runs for every model call
+    count, method = (_state["encoder"], _state["method"]) if _state["loaded"] else tokenizer()
     if count is None:
         return None, "unavailable"
     n = _cached_count(request.system, count) if request.system else 0
