@@ -13,6 +13,7 @@ import random
 import pandas as pd
 
 from agentnb.models.types import Message, ModelRequest, OutputSchema, ToolCall, ToolSpec
+from agentnb.trace.history import HistoryTally
 from agentnb.trace.sizes import (
     COMPONENTS,
     canonical_request,
@@ -61,6 +62,21 @@ def test_request_sizes_add_up_to_the_canonical_request():
         assert sum(sizes[c] for c in COMPONENTS) == sizes["total"]
         assert list(sizes) == [*COMPONENTS, "total"]
         assert sizes["system"] == len(json.dumps(request.system, ensure_ascii=False)) - 2
+
+
+def test_a_tally_remeasures_the_prompt_and_specs_when_they_change():
+    rnd = random.Random(17)
+    specs = [ToolSpec(_text(rnd), _text(rnd), {"type": "object"}) for _ in range(3)]
+    prompts = ["first prompt", "second \u00e9 prompt", ""]
+    tally, messages = HistoryTally(), _messages(rnd)
+    for turn in range(200):
+        tools = rnd.choice([specs, specs[:2], specs[::-1], [], [*specs, specs[0]]])
+        if rnd.random() < 0.2:  # the same list, changed in place
+            tools.append(ToolSpec("late", "Added later.", {"type": "object"}))
+        schema = OutputSchema("answer", {"type": "object"}) if turn % 4 == 0 else None
+        request = ModelRequest(rnd.choice(prompts), list(messages), tools, schema)
+        assert request_sizes(request, tally) == request_sizes(request)
+        messages += _messages(rnd)
 
 
 def _tree() -> tuple[Trace, dict[str, Span]]:

@@ -13,6 +13,7 @@ start whenever that check fails; the run loop also resets it when a handoff repl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..models.types import Message
 
@@ -53,7 +54,11 @@ class HistoryTally:
 
     sizes: _Sums = field(default_factory=_Sums)
     tokens: _Sums = field(default_factory=_Sums)
+    fixed: tuple[Any, ...] | None = None
+    """``(system prompt, tool specs, their sizes)`` of the last request: an agent resends the
+    same ones on every turn, so the next request measures them only if they changed."""
 
     def reset(self) -> None:
         self.sizes = _Sums()
         self.tokens = _Sums()
+        self.fixed = None

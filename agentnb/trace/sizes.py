@@ -162,7 +162,7 @@ def canonical_request(request: ModelRequest) -> str:
 _spec_cache: dict[int, tuple[object, int]] = {}
 
 
-def _specs_size(tools: list[ToolSpec], schema: OutputSchema | None) -> int:
+def _specs_size(tools: list[ToolSpec]) -> int:
     # Tool specs are rebuilt rarely (once per agent per run), so cache by identity,
     # holding the object so that its id cannot be reused while cached.
     size = 0
@@ -174,9 +174,11 @@ def _specs_size(tools: list[ToolSpec], schema: OutputSchema | None) -> int:
                 _spec_cache.clear()
             _spec_cache[id(spec)] = hit
         size += hit[1]
-    if schema is not None:
-        size += len(dumps({"name": schema.name, "schema": schema.schema}))
     return size
+
+
+def _schema_size(schema: OutputSchema) -> int:
+    return len(dumps({"name": schema.name, "schema": schema.schema}))
 
 
 _REQUEST_FRAME = len('{"system":,"messages":[],"tools":[]}')
@@ -190,10 +192,17 @@ def request_sizes(request: ModelRequest, tally: HistoryTally | None = None) -> d
     `HistoryTally` (the run loop keeps one per agent), only the messages appended since the
     tally's last request are visited.
     """
-    text = request.system
-    system = len(_encode_string(text)) - 2 if type(text) is str else _text(text)
-    specs, schema = request.tools, request.output_schema
-    tools = _specs_size(specs, schema) if (specs or schema is not None) else 0
+    text, specs, schema = request.system, request.tools, request.output_schema
+    fixed = tally.fixed if tally is not None else None
+    if fixed is not None and fixed[0] is text and fixed[1] == specs:
+        system, tools = fixed[2], fixed[3]  # the same prompt and specs as the last request
+    else:
+        system = len(_encode_string(text)) - 2 if type(text) is str else _text(text)
+        tools = _specs_size(specs) if specs else 0
+        if tally is not None and type(text) is str:  # a str cannot change: keep its size
+            tally.fixed = (text, list(specs), system, tools)
+    if schema is not None:
+        tools += _schema_size(schema)
     messages = request.messages
     n = len(messages)
     # the system prompt's JSON, the specs, the frame, and the commas between items
