@@ -14,7 +14,7 @@ from agentnb import Agent, ScriptedModel
 from agentnb.models.types import Usage
 from agentnb.runtime.agent_tool import SubAgentInput
 from agentnb.runtime.runner import add_call
-from agentnb.runtime.tools import function_tool
+from agentnb.runtime.tools import function_tool, result_text, to_text, truncate
 
 
 def test_adding_a_call_to_a_usage_is_the_plain_sum():
@@ -117,3 +117,10 @@ async def test_a_tool_notices_its_function_was_replaced():
 
     tool.fn = shout
     assert await tool.call({"text": "a"}) == "A"
+
+
+def test_result_text_is_truncate_of_to_text():
+    values = ["", "short", "x" * 30, "é" * 25, 42, None, {"a": [1, "é"]}, ["x"] * 9, 3.5]
+    for value in values:
+        for limit in (None, 0, 1, 20, 25, 1000):
+            assert result_text(value, limit) == truncate(to_text(value), limit)

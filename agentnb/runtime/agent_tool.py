@@ -24,7 +24,7 @@ from .context import RunContext, TokenBudget
 from .result import RunResult
 from .runner import _InnerTimeout, _own_timeouts, agent_loop
 from .state import AgentRun
-from .tools import Tool, ToolCallContext, _brief, _clean_schema, to_text, truncate
+from .tools import Tool, ToolCallContext, _brief, _clean_schema, result_text, truncate
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -234,7 +234,7 @@ class AgentTool(Tool):
                 error += f" Partial result: {truncate(state.last_text, 500)}"
             return error
         if self.extractor is None:
-            return truncate(to_text(state.output), self.max_result_chars)
+            return result_text(state.output, self.max_result_chars)
         result = RunResult(
             state.output,
             True,

@@ -123,10 +123,7 @@ class Tool:
             return f"Tool error: {type(exc).__name__}: {exc}"
         if isinstance(value, Transfer):
             return value
-        limit = self.max_result_chars
-        if isinstance(value, str) and (limit is None or len(value) <= limit):
-            return value  # what to_text and truncate would give back, without the two calls
-        return truncate(to_text(value), limit)
+        return result_text(value, self.max_result_chars)
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -144,6 +141,14 @@ def to_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, default=str)
     except TypeError:
         return str(value)
+
+
+def result_text(value: Any, limit: int | None) -> str:
+    """``truncate(to_text(value), limit)``: what goes back to the model. A text that fits is
+    returned at once, without the two calls (this runs for every tool call)."""
+    if isinstance(value, str) and (limit is None or len(value) <= limit):
+        return value
+    return truncate(to_text(value), limit)
 
 
 def truncate(text: str, limit: int | None) -> str:
