@@ -194,13 +194,13 @@ def request_sizes(request: ModelRequest, tally: HistoryTally | None = None) -> d
     """
     text, specs, schema = request.system, request.tools, request.output_schema
     fixed = tally.fixed if tally is not None else None
-    if fixed is not None and fixed[0] is text and fixed[1] == specs:
+    if fixed is not None and fixed[0] is text and fixed[1] == tuple(specs):
         system, tools = fixed[2], fixed[3]  # the same prompt and specs as the last request
     else:
         system = len(_encode_string(text)) - 2 if type(text) is str else _text(text)
         tools = _specs_size(specs) if specs else 0
         if tally is not None and type(text) is str:  # a str cannot change: keep its size
-            tally.fixed = (text, list(specs), system, tools)
+            tally.fixed = (text, tuple(specs), system, tools)
     if schema is not None:
         tools += _schema_size(schema)
     messages = request.messages
