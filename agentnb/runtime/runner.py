@@ -418,8 +418,8 @@ _NO_USAGE = Usage()  # what a failed call reports; never changed (usages are add
 def add_call(total: Usage, provider: Usage) -> Usage:
     """``total + Usage(provider.input_tokens, provider.output_tokens, 1)``: one model call added.
 
-    Written out because it runs twice per call and builds one `Usage` instead of three; a test
-    checks it against the ``+`` it stands for.
+    Written out because it runs twice per model call: a call now builds two `Usage` objects
+    where a shared ``used`` one and two sums built three. A test checks it against the ``+``.
     """
     tokens_in, tokens_out = provider.input_tokens, provider.output_tokens
     return Usage(
