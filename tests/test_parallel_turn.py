@@ -71,6 +71,27 @@ async def test_a_run_ending_error_in_one_call_cancels_its_siblings():
     assert result.context.active == []
 
 
+async def test_a_run_ending_error_in_a_later_call_ends_the_run_with_that_error():
+    # the slow call is listed first and is still running when the later one fails: the run
+    # must report the failure (ok=False), not the cancellation of the earlier sibling
+    def broken(request: a.ModelRequest) -> object:
+        return 42
+
+    started = asyncio.Event()
+    slow = _slow("slow", started)
+    boss = a.Agent(
+        "boss", "x",
+        a.ScriptedModel([[a.tool_call("slow", input="?"), a.tool_call("broken", input="?")], "x"]),
+        [slow, a.Agent("broken", "x", a.FunctionModel(broken))],
+    )  # fmt: skip
+
+    result = await asyncio.wait_for(a.run(boss, "go"), 5)
+
+    assert not result.ok
+    assert isinstance(result.error, a.UserError) and "Cannot use 42" in str(result.error)
+    assert _span(result, "agent", "slow").status == "cancelled"
+
+
 async def test_an_interrupt_reaches_every_call_of_the_turn():
     started = [asyncio.Event(), asyncio.Event()]
     boss = a.Agent(

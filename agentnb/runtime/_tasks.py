@@ -74,4 +74,9 @@ async def run_concurrently(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        # The error, not the cancellation of a sibling listed before it that it caused.
+        for task in tasks:
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                raise error
     return [task.result() for task in tasks]  # re-raises the first error
