@@ -56,11 +56,9 @@ def prepare(
     deps: Any = None,
 ) -> RunContext:
     """A run's context with its trace on the pattern's clock (raises `UserError` on bad arguments)."""
-    ctx = start_context(
-        agent, input, limits=limits, artifacts=artifacts, timeout=timeout, deps=deps
+    return start_context(
+        agent, input, limits=limits, artifacts=artifacts, timeout=timeout, deps=deps, t0=t0
     )
-    ctx.trace = Trace(ctx.run_id, t0=t0)
-    return ctx
 
 
 async def run_on_clock(

@@ -81,7 +81,9 @@ class RunContext:
         run_id: str | None = None,
         approver: Any = None,
         deps: Any = None,
+        t0: float | None = None,
     ) -> RunContext:
+        """``t0``: a shared clock origin (``perf_counter``) for runs a pattern starts together."""
         run_id = run_id or os.urandom(6).hex()  # 12 random hex digits; uuid4 costs 4x more
         if approver is not None and not callable(approver):
             raise UserError(
@@ -100,7 +102,7 @@ class RunContext:
                     "The artifact handle 'input' is reserved for the run's input; choose another."
                 )
         return cls(
-            run_id, limits or _NO_LIMITS, Trace(run_id), dict(artifacts or {}), approver, deps
+            run_id, limits or _NO_LIMITS, Trace(run_id, t0), dict(artifacts or {}), approver, deps
         )
 
     @property

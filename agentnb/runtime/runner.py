@@ -75,8 +75,11 @@ def start_context(
     deps: Any = None,
     run_id: str | None = None,
     listeners: Sequence[Listener] = (),
+    t0: float | None = None,
 ) -> RunContext:
-    """Check the arguments of a run and build its context (raises `UserError`)."""
+    """Check the arguments of a run and build its context (raises `UserError`).
+
+    ``t0`` puts the run's trace on a clock shared with other runs (patterns use it)."""
     if not isinstance(agent, Agent):
         raise UserError(f"run() takes an Agent first, got {type(agent).__name__}")
     if not isinstance(input, (str, list)):
@@ -91,7 +94,7 @@ def start_context(
         limits = replace(limits or Limits(), timeout=timeout)
     resolve_model(agent)
     ctx = RunContext.create(
-        limits=limits, artifacts=artifacts, run_id=run_id, approver=approver, deps=deps
+        limits=limits, artifacts=artifacts, run_id=run_id, approver=approver, deps=deps, t0=t0
     )
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
     ctx.trace.listeners.extend(listeners)  # live widgets: see `agentnb.notebook.RunMonitor`
