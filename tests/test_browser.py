@@ -8,7 +8,6 @@ Skips only when no Chromium binary exists (``.ci/run`` installs Debian's ``chrom
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
@@ -19,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from notebook_support import jupyter_env
 
 NOTEBOOK = Path(__file__).parent / "browser" / "widgets_demo.ipynb"
 ANSWER = "Verdict: approved after legal review"
@@ -64,24 +64,7 @@ def _wait_for_port(port: int, proc: subprocess.Popen[bytes], log: Path, timeout:
 def voila_url(tmp_path: Path) -> Iterator[str]:
     """Voilà serving the demo notebook, with a kernel that is this interpreter (so it works in
     a brand-new venv with nothing registered), and every Jupyter directory in ``tmp_path``."""
-    share = tmp_path / "share"
-    kernel_dir = share / "kernels" / "python3"
-    kernel_dir.mkdir(parents=True)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (agentnb test)",
-        "language": "python",
-    }
-    (kernel_dir / "kernel.json").write_text(json.dumps(spec))
-    env = {
-        **os.environ,
-        "JUPYTER_PATH": str(share),
-        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-        "AGENTNB_TOKENIZER": "off",
-    }
+    env = {**os.environ, **jupyter_env(tmp_path)}
     notebook = tmp_path / NOTEBOOK.name
     shutil.copy(NOTEBOOK, notebook)
     port = _free_port()
