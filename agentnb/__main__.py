@@ -25,9 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "figures as PNG files.",
     )
     reproduce.add_argument(
-        "--out", default="reproduce-out", metavar="DIR",
+        "--out",
+        default="reproduce-out",
+        metavar="DIR",
         help="folder for the PNG figures (default: ./reproduce-out)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     if args.command == "reproduce":
         import matplotlib

@@ -15,6 +15,11 @@ from .measure.plot import (
 )
 
 __all__ = [
-    "COMPONENT_LABELS", "config_labels", "cost_breakdown", "latency", "multiplier", "timeline",
+    "COMPONENT_LABELS",
+    "config_labels",
+    "cost_breakdown",
+    "latency",
+    "multiplier",
+    "timeline",
     "verifier_rounds",
-]  # fmt: skip
+]

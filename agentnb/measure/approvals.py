@@ -23,11 +23,18 @@ def approvals(result: Any) -> pd.DataFrame:
     import pandas as pd
 
     rows = [
-        {"run_id": e["run"], "path": e["path"], "agent": e.get("agent"), "tool": e.get("tool"),
-         "approved": e.get("approved"), "reason": e.get("reason"), "wait_s": e.get("wait_s")}
+        {
+            "run_id": e["run"],
+            "path": e["path"],
+            "agent": e.get("agent"),
+            "tool": e.get("tool"),
+            "approved": e.get("approved"),
+            "reason": e.get("reason"),
+            "wait_s": e.get("wait_s"),
+        }
         for e in result.trace.events
         if e["event"] == "approval"
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

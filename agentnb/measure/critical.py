@@ -93,7 +93,16 @@ def critical_path(result: Any) -> float | None:
 
 def _as_root(span: Span) -> Span:
     copy = Span(
-        span.span_id, None, span.kind, span.name, span.agent, span.path, span.depth,
-        span.started, span.ended, span.status, span.attrs,
-    )  # fmt: skip
+        span.span_id,
+        None,
+        span.kind,
+        span.name,
+        span.agent,
+        span.path,
+        span.depth,
+        span.started,
+        span.ended,
+        span.status,
+        span.attrs,
+    )
     return copy

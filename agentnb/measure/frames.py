@@ -39,8 +39,13 @@ def calls_frame(data: Any) -> pd.DataFrame:
                 part = pd.DataFrame.from_records(rows or [{}], columns=_call_columns())
                 critical = critical_path(item)
             part.insert(0, LABEL, label)
-            for name, value in (("config", i), ("repeat", 0), ("ok", ok), ("error", error),
-                                ("critical_s", critical)):  # fmt: skip
+            for name, value in (
+                ("config", i),
+                ("repeat", 0),
+                ("ok", ok),
+                ("error", error),
+                ("critical_s", critical),
+            ):
                 if name not in part:
                     part[name] = value
             parts.append(part)

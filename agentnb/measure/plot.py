@@ -120,8 +120,15 @@ def multiplier(
         (dots,) = ax.plot(part["_x"], part[y], "o", label=label, gid=f"points:{label}")
         xs = [float(part["_x"].min()), float(part["_x"].max())]
         line = [fit["slope"] * v + fit["intercept"] for v in xs]
-        ax.plot(xs, line, "-", color=dots.get_color(), alpha=0.6, gid=f"fit:{label}",
-                label=f"fit: {fit['slope']:+.2f} per {x}")  # fmt: skip
+        ax.plot(
+            xs,
+            line,
+            "-",
+            color=dots.get_color(),
+            alpha=0.6,
+            gid=f"fit:{label}",
+            label=f"fit: {fit['slope']:+.2f} per {x}",
+        )
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, gid="baseline", label="baseline")
     _integer_ticks(ax)
     ax.set_xlabel("sub-agents (k)" if x == "k" else x)
@@ -152,9 +159,15 @@ def timeline(*runs: Any, labels: Sequence[str] | None = None, title: str | None 
         for kind, height, alpha in (("agent", 0.8, 0.15), ("model_call", 0.5, 1.0)):
             for span, start in placed:
                 if span.kind == kind:
-                    ax.barh(rows.index(span.path), span.duration or 0.0, left=start,
-                            height=height, color=colors[span.path], alpha=alpha,
-                            gid=f"{kind}:{span.path}")  # fmt: skip
+                    ax.barh(
+                        rows.index(span.path),
+                        span.duration or 0.0,
+                        left=start,
+                        height=height,
+                        color=colors[span.path],
+                        alpha=alpha,
+                        gid=f"{kind}:{span.path}",
+                    )
         ax.set_yticks(range(len(rows)), rows)
         ax.invert_yaxis()
         ax.set_ylabel("agent")
@@ -216,8 +229,13 @@ def verifier_rounds(rounds: Any, *, title: str | None = "Verifier rounds") -> Fi
     for _, row in table.iterrows():
         color = OUTCOME_COLORS.get(str(row["outcome"]), "tab:grey")
         height = 0.0 if pd.isna(row["chars_in"]) else float(row["chars_in"])
-        ax.bar(int(row["round"]), height, color=color, gid=f"round:{int(row['round'])}",
-               label=str(row["outcome"]))  # fmt: skip
+        ax.bar(
+            int(row["round"]),
+            height,
+            color=color,
+            gid=f"round:{int(row['round'])}",
+            label=str(row["outcome"]),
+        )
         note = "; ".join(row["problems"]) if row["problems"] else str(row["outcome"])
         ax.annotate(note, (int(row["round"]), height), ha="center", va="bottom", fontsize="small")
     ax.set_xticks(list(table["round"]), [f"round {int(r)}" for r in table["round"]])
@@ -250,8 +268,14 @@ def cost_breakdown(
     positions = list(range(len(table)))
     for i, column in enumerate(COMPONENT_COLUMNS):
         values = table[column].astype(float)
-        ax.bar(positions, values, bottom=bottom, color=f"C{i}", gid=f"component:{column}",
-               label=COMPONENT_LABELS[column])  # fmt: skip
+        ax.bar(
+            positions,
+            values,
+            bottom=bottom,
+            color=f"C{i}",
+            gid=f"component:{column}",
+            label=COMPONENT_LABELS[column],
+        )
         bottom = bottom + values
     ax.set_xticks(positions, labels, rotation=30, ha="right")
     ax.set_ylabel("characters sent per run")
@@ -272,9 +296,12 @@ def _is_breakdown(data: Any) -> bool:
 
 
 def latency(
-    series: pd.DataFrame, x: str = "n", mode: str | None = "mode", *,
+    series: pd.DataFrame,
+    x: str = "n",
+    mode: str | None = "mode",
+    *,
     title: str | None = "Wall time against branches",
-) -> Figure:  # fmt: skip
+) -> Figure:
     """Wall time per mode against ``x`` (a `latency_series`), each with its critical-path bound dashed."""
     fig, (ax,) = _figure()
     groups = series.groupby(mode, sort=False) if mode else [("runs", series)]
@@ -282,8 +309,15 @@ def latency(
         (line,) = ax.plot(
             part[x], part["wall_s"], "o-", label=f"{name}: wall time", gid=f"wall:{name}"
         )
-        ax.plot(part[x], part["critical_s"], "--", color=line.get_color(), alpha=0.7,
-                label=f"{name}: critical path", gid=f"critical:{name}")  # fmt: skip
+        ax.plot(
+            part[x],
+            part["critical_s"],
+            "--",
+            color=line.get_color(),
+            alpha=0.7,
+            label=f"{name}: critical path",
+            gid=f"critical:{name}",
+        )
     _integer_ticks(ax)
     ax.set_xlabel("branches" if x == "n" else x)
     ax.set_ylabel("seconds")

@@ -139,7 +139,7 @@ class Prices:
                     "currency": p.currency,
                     "source": p.source,
                     "as_of": p.as_of,
-                }  # fmt: skip
+                }
                 for p in self._prices.values()
             ],
             columns=[
@@ -181,8 +181,15 @@ COST_COLUMNS = (
 def call_cost(row: Mapping[str, Any], prices: Prices) -> dict[str, Any]:
     """The cost of one model call (a row of ``result.calls``) as the `COST_COLUMNS`."""
     nan = math.nan
-    out: dict[str, Any] = {"cost_in": nan, "cost_out": nan, "cost": nan, "currency": None,
-                           "cost_tokens": None, "price_source": None, "cost_note": None}  # fmt: skip
+    out: dict[str, Any] = {
+        "cost_in": nan,
+        "cost_out": nan,
+        "cost": nan,
+        "currency": None,
+        "cost_tokens": None,
+        "price_source": None,
+        "cost_note": None,
+    }
     if _missing(row.get("span_id")) and "span_id" in row:
         out["cost_note"] = "no model call"
         return out

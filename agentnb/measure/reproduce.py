@@ -113,8 +113,10 @@ async def reproduce(
             echo(f"   {titles[mode]}")
             echo(_indent(_cost_text(rows)))
             slope, intercept = fits[mode]["slope"], fits[mode]["intercept"]
-            echo(f"   each added sub-agent: {slope:+,.0f} characters "
-                 f"(linear fit, intercept {intercept:,.0f})")  # fmt: skip
+            echo(
+                f"   each added sub-agent: {slope:+,.0f} characters "
+                f"(linear fit, intercept {intercept:,.0f})"
+            )
         echo("")
         echo(f"   generalist: {base:,} characters sent ({len(sc.CLAUSE):,} are the clause)")
         echo("")
@@ -137,15 +139,21 @@ async def reproduce(
         save("latency", plot.latency(series))
         together = await fan_out("parallel", 3)
         one_by_one = await fan_out("serial", 3)
-        save("timeline", plot.timeline(together, one_by_one, labels=["parallel (3 branches)",
-                                                                       "serial (one slot)"]))  # fmt: skip
+        save(
+            "timeline",
+            plot.timeline(
+                together, one_by_one, labels=["parallel (3 branches)", "serial (one slot)"]
+            ),
+        )
         review = await parallel(sc.review_team(), sc.CLAUSE, timeout=0.5)
         worst = harshest(review.outputs, field="verdict", order=sc.SEVERITY)
         slow = await parallel(sc.review_team({"technical": 0.5}), sc.CLAUSE, timeout=0.2)
         echo("")
         echo(f"   parallel review: ok={review.ok}, overall verdict: {worst.verdict}")
-        echo(f"   technical reviewer slower than the 0.2 s timeout: ok={slow.ok}, "
-             f"missing={list(slow.missing)} ({'; '.join(slow.missing.values())})")  # fmt: skip
+        echo(
+            f"   technical reviewer slower than the 0.2 s timeout: ok={slow.ok}, "
+            f"missing={list(slow.missing)} ({'; '.join(slow.missing.values())})"
+        )
 
         # 3. verifier -----------------------------------------------------------------------
         writer, verifier, task = sc.writer_and_verifier()
@@ -170,8 +178,10 @@ async def reproduce(
             refused = [json.loads(x)["reason"] for x in result.log_lines() if '"guard"' in x]
             context = result.context
             echo(f"   the guard told tax: {refused}")
-            echo(f"   outcome: {result.output} | model calls: {result.model_calls} | "
-                 f"final depth: {context.depth if context is not None else 0}")  # fmt: skip
+            echo(
+                f"   outcome: {result.output} | model calls: {result.model_calls} | "
+                f"final depth: {context.depth if context is not None else 0}"
+            )
 
     echo("")
     echo(f"Figures written to {folder}/: " + ", ".join(p.name for p in figures.values()))
@@ -213,13 +223,15 @@ def _growth_text(growth: pd.DataFrame) -> str:
 
 def _latency_text(series: pd.DataFrame) -> str:
     wide = series.pivot(index="n", columns="mode", values=["wall_s", "critical_s"])
-    shown = pd_frame({
-        "n": wide.index,
-        "parallel wall s": wide[("wall_s", "parallel")].to_numpy(),
-        "serial wall s": wide[("wall_s", "serial")].to_numpy(),
-        "critical path s": wide[("critical_s", "parallel")].to_numpy(),
-        "sum of calls s": wide[("critical_s", "serial")].to_numpy(),
-    })  # fmt: skip
+    shown = pd_frame(
+        {
+            "n": wide.index,
+            "parallel wall s": wide[("wall_s", "parallel")].to_numpy(),
+            "serial wall s": wide[("wall_s", "serial")].to_numpy(),
+            "critical path s": wide[("critical_s", "parallel")].to_numpy(),
+            "sum of calls s": wide[("critical_s", "serial")].to_numpy(),
+        }
+    )
     return shown.to_string(index=False, float_format=lambda v: f"{v:.3f}")
 
 

@@ -19,11 +19,25 @@ from ..errors import UserError
 if TYPE_CHECKING:
     import pandas as pd
 
-ROUND_COLUMNS = ["round", "outcome", "problems", "n_problems", "chars_writer", "chars_verifier",
-                 "chars_in", "draft"]  # fmt: skip
+ROUND_COLUMNS = [
+    "round",
+    "outcome",
+    "problems",
+    "n_problems",
+    "chars_writer",
+    "chars_verifier",
+    "chars_in",
+    "draft",
+]
 
-_ALIASES = {"chars": "chars_in", "characters": "chars_in", "chars_sent": "chars_in",
-            "characters_sent": "chars_in", "number": "round", "index": "round"}  # fmt: skip
+_ALIASES = {
+    "chars": "chars_in",
+    "characters": "chars_in",
+    "chars_sent": "chars_in",
+    "characters_sent": "chars_in",
+    "number": "round",
+    "index": "round",
+}
 
 
 def verifier_table(source: Any, *, tool: str | None = None) -> pd.DataFrame:
@@ -88,8 +102,11 @@ def _record(item: Any, number: int) -> dict[str, Any]:
 def _from_trace(result: Any, tool: str | None) -> list[dict[str, Any]]:
     spans = result.trace.spans
     by_id = {s.span_id: s for s in spans}
-    sub_tools = [s for s in spans if s.kind == "agent" and s.parent_id in by_id
-                 and by_id[s.parent_id].kind == "tool_call"]  # fmt: skip
+    sub_tools = [
+        s
+        for s in spans
+        if s.kind == "agent" and s.parent_id in by_id and by_id[s.parent_id].kind == "tool_call"
+    ]
     names = sorted({by_id[s.parent_id].name for s in sub_tools})
     if tool is None:
         if len(names) != 1:
@@ -110,20 +127,28 @@ def _from_trace(result: Any, tool: str | None) -> list[dict[str, Any]]:
     for number, span in enumerate(calls, start=1):
         below = f"{span.path}/{tool}"
         writer = [r for r in rows if r["path"] == span.path and r["turn"] == span.attrs.get("turn")]
-        verifier = [r for r in rows if (r["path"] == below or r["path"].startswith(below + "/"))
-                    and span.started <= r["started"] <= (span.ended or r["started"])]  # fmt: skip
+        verifier = [
+            r
+            for r in rows
+            if (r["path"] == below or r["path"].startswith(below + "/"))
+            and span.started <= r["started"] <= (span.ended or r["started"])
+        ]
         call_id = span.attrs.get("call_id")
         verdict = _parse(answers.get(call_id))
         draft = _parse(asked.get(call_id))
         problems = list(verdict.get("problems") or [])
-        records.append({
-            "round": number, "outcome": verdict.get("outcome"), "problems": problems,
-            "n_problems": len(problems),
-            "chars_writer": sum(r["chars_in"] for r in writer),
-            "chars_verifier": sum(r["chars_in"] for r in verifier),
-            "chars_in": sum(r["chars_in"] for r in writer + verifier),
-            "draft": draft.get("input") if draft else None,
-        })  # fmt: skip
+        records.append(
+            {
+                "round": number,
+                "outcome": verdict.get("outcome"),
+                "problems": problems,
+                "n_problems": len(problems),
+                "chars_writer": sum(r["chars_in"] for r in writer),
+                "chars_verifier": sum(r["chars_in"] for r in verifier),
+                "chars_in": sum(r["chars_in"] for r in writer + verifier),
+                "draft": draft.get("input") if draft else None,
+            }
+        )
     return records
 
 

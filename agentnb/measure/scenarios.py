@@ -198,8 +198,13 @@ def review_team(latencies: Mapping[str, float] | None = None) -> dict[str, Agent
             f"You review contract clauses for {_PROFILES[name]}. Quote the words you rely on. "
             "If the clause is outside your profile, the verdict is acceptable."
         )
-        team[name] = Agent(name, instructions, model, output_type=Opinion,
-                           description=f"{name.capitalize()} opinion on a clause.")  # fmt: skip
+        team[name] = Agent(
+            name,
+            instructions,
+            model,
+            output_type=Opinion,
+            description=f"{name.capitalize()} opinion on a clause.",
+        )
     return team
 
 
@@ -315,7 +320,7 @@ WRITING_TASK = f"Describe the availability of the service in at most {WORD_LIMIT
 DRAFTS = (
     "Our service is available nearly all the time, though planned maintenance can occasionally interrupt it.",
     "Only planned maintenance can interrupt our service briefly.",
-)  # fmt: skip
+)
 """The writer's two drafts: 15 words (rejected), then 8 words (approved)."""
 
 
@@ -370,8 +375,25 @@ def draft_in(message: str) -> str:
 
 
 __all__ = [
-    "ATTACHED_INPUT", "CLAUSE", "COST_KS", "COST_MODES", "DRAFTS", "OPINION", "REVIEWERS",
-    "REVIEW_TASK", "SEVERITY", "WORD_LIMIT", "WRITING_TASK", "Opinion", "Scenario", "cost_scenario",
-    "draft_in", "generalist", "recursion_pair", "review_coordinator", "review_hierarchy",
-    "review_team", "writer_and_verifier",
-]  # fmt: skip
+    "ATTACHED_INPUT",
+    "CLAUSE",
+    "COST_KS",
+    "COST_MODES",
+    "DRAFTS",
+    "OPINION",
+    "REVIEWERS",
+    "REVIEW_TASK",
+    "SEVERITY",
+    "WORD_LIMIT",
+    "WRITING_TASK",
+    "Opinion",
+    "Scenario",
+    "cost_scenario",
+    "draft_in",
+    "generalist",
+    "recursion_pair",
+    "review_coordinator",
+    "review_hierarchy",
+    "review_team",
+    "writer_and_verifier",
+]

@@ -53,8 +53,14 @@ def section_costs(result: Any, *, by: Literal["agent", "section"] = "agent") -> 
             key = (call["agent"], call["path"], label)
             row = rows.get(key)
             if row is None:
-                row = rows[key] = {"agent": key[0], "path": key[1], "section": label,
-                                   "order": len(rows), "calls": 0, "total_chars": 0}  # fmt: skip
+                row = rows[key] = {
+                    "agent": key[0],
+                    "path": key[1],
+                    "section": label,
+                    "order": len(rows),
+                    "calls": 0,
+                    "total_chars": 0,
+                }
             row["calls"] += 1
             row["total_chars"] += chars
     frame = pd.DataFrame(list(rows.values()), columns=["order", *AGENT_COLUMNS])

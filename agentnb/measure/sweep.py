@@ -131,8 +131,15 @@ async def sweep(
             extra = [c for c in row if c not in known]
             columns.extend(extra)
             known.update(extra)
-        head = {**params, "config": i, "repeat": r, "ok": outcome["ok"], "error": outcome["error"],
-                "wall_s": outcome["wall_s"], "critical_s": outcome["critical_s"]}  # fmt: skip
+        head = {
+            **params,
+            "config": i,
+            "repeat": r,
+            "ok": outcome["ok"],
+            "error": outcome["error"],
+            "wall_s": outcome["wall_s"],
+            "critical_s": outcome["critical_s"],
+        }
         rows = outcome["rows"] or [{}]
         records.extend({**head, **row} for row in rows)
     frame = pd.DataFrame.from_records(records, columns=columns)
@@ -158,8 +165,13 @@ async def _one(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]
         critical = critical_path(result)
     except Exception as exc:  # one failing configuration must not end the sweep
         wall = time.perf_counter() - start
-        return {"rows": [], "ok": False, "error": f"{type(exc).__name__}: {exc}",
-                "wall_s": wall, "critical_s": None}  # fmt: skip
+        return {
+            "rows": [],
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "wall_s": wall,
+            "critical_s": None,
+        }
     return {"rows": rows, "ok": ok, "error": error, "wall_s": wall, "critical_s": critical}
 
 
@@ -231,8 +243,13 @@ async def _on_executor(
         )
 
     def failed(exc: BaseException) -> dict[str, Any]:
-        return {"rows": [], "ok": False, "error": f"{type(exc).__name__}: {exc}",
-                "wall_s": None, "critical_s": None}  # fmt: skip
+        return {
+            "rows": [],
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "wall_s": None,
+            "critical_s": None,
+        }
 
     async def collect(n: int, future: Any) -> None:
         try:

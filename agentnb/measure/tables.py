@@ -132,8 +132,10 @@ def _whole_numbers(column: pd.Series) -> pd.Series:
     present = column.dropna()
     if not len(present) or pd.api.types.is_integer_dtype(column) or column.dtype == bool:
         return column
-    if all(isinstance(v, Real) and not pd.api.types.is_bool(v) and float(v).is_integer()
-           for v in present):  # fmt: skip
+    if all(
+        isinstance(v, Real) and not pd.api.types.is_bool(v) and float(v).is_integer()
+        for v in present
+    ):
         return column.astype("Int64")
     return column
 
@@ -192,8 +194,17 @@ def linear_fit(
                 residual = vs - (slope * xs + intercept)
                 spread = float(((vs - vs.mean()) ** 2).sum())
                 r2 = 1.0 - float((residual**2).sum()) / spread if spread else 1.0
-            out.append({**label, "x": x, "y": y, "slope": slope, "intercept": intercept,
-                        "r2": r2, "points": len(xs)})  # fmt: skip
+            out.append(
+                {
+                    **label,
+                    "x": x,
+                    "y": y,
+                    "slope": slope,
+                    "intercept": intercept,
+                    "r2": r2,
+                    "points": len(xs),
+                }
+            )
     return pd.DataFrame(out, columns=[*keys, "x", "y", "slope", "intercept", "r2", "points"])
 
 

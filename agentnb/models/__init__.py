@@ -7,7 +7,21 @@ from .scripted import FunctionModel, Say, ScriptedModel, say, tool_call, usage
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, ToolCall, ToolSpec, Usage
 
 __all__ = [
-    "Backoff", "FunctionModel", "Message", "ModelClient", "ModelRequest", "ModelResponse", "OutputSchema",
-    "Say", "ScriptedModel", "ToolCall", "ToolSpec", "Usage", "model_from_spec", "register_provider",
-    "say", "tool_call", "usage",
-]  # fmt: skip
+    "Backoff",
+    "FunctionModel",
+    "Message",
+    "ModelClient",
+    "ModelRequest",
+    "ModelResponse",
+    "OutputSchema",
+    "Say",
+    "ScriptedModel",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "model_from_spec",
+    "register_provider",
+    "say",
+    "tool_call",
+    "usage",
+]

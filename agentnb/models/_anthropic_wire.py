@@ -46,15 +46,24 @@ def _tool_input(arguments: str) -> dict[str, Any]:
 def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     """A message as (role, content blocks) of the Messages API."""
     if message.role == "tool":
-        result = {"type": "tool_result", "tool_use_id": message.tool_call_id or "",
-                  "content": message.content or ""}  # fmt: skip
+        result = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id or "",
+            "content": message.content or "",
+        }
         return "user", [result]
     blocks: list[dict[str, Any]] = []
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name,
-                       "input": _tool_input(call.arguments)})  # fmt: skip
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.id,
+                "name": call.name,
+                "input": _tool_input(call.arguments),
+            }
+        )
     if not blocks:
         blocks.append({"type": "text", "text": message.content or ""})
     return message.role, blocks
@@ -84,8 +93,10 @@ def _object_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         return schema, False
     inner = {k: v for k, v in schema.items() if k != "$defs"}
     wrapped: dict[str, Any] = {
-        "type": "object", "properties": {_WRAPPED: inner}, "required": [_WRAPPED],
-    }  # fmt: skip
+        "type": "object",
+        "properties": {_WRAPPED: inner},
+        "required": [_WRAPPED],
+    }
     if "$defs" in schema:
         wrapped["$defs"] = schema["$defs"]
     return wrapped, True
@@ -123,12 +134,14 @@ def request_to_wire(
     ]
     if schema is not None and mode == "tool":
         name = output_tool_name(request)
-        tools.append({
-            "name": name,
-            "description": f"Give your final answer ({schema.name}) by calling this tool; "
-                           "call it once, when you are done.",
-            "input_schema": _object_schema(schema.schema)[0],
-        })  # fmt: skip
+        tools.append(
+            {
+                "name": name,
+                "description": f"Give your final answer ({schema.name}) by calling this tool; "
+                "call it once, when you are done.",
+                "input_schema": _object_schema(schema.schema)[0],
+            }
+        )
         # With other tools the model may still use them first; without, it must answer now.
         body["tool_choice"] = {"type": "any"} if request.tools else {"type": "tool", "name": name}
     elif schema is not None and mode == "native":

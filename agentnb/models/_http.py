@@ -322,9 +322,11 @@ class Slots(PerLoop[Slot]):
                 why = str(exc) if isinstance(exc, malformed) else "it is not valid JSON"
                 shown = text if len(text) <= 200 else text[:200] + "..."
                 raise self.error(
-                    raw.status_code, f"a reply that is not {reply} ({why}): {shown!r}",
-                    retries, events,
-                ) from None  # fmt: skip
+                    raw.status_code,
+                    f"a reply that is not {reply} ({why}): {shown!r}",
+                    retries,
+                    events,
+                ) from None
             response.events[:0] = events
             return response
 

@@ -42,11 +42,14 @@ def message_to_wire(message: Message) -> dict[str, Any]:
             "role": "assistant",
             "content": message.content,
             "tool_calls": [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments or "{}"},
+                }
                 for c in message.tool_calls
             ],
-        }  # fmt: skip
+        }
     return {"role": message.role, "content": message.content or ""}
 
 
@@ -73,10 +76,16 @@ def request_to_wire(
     body: dict[str, Any] = {"model": model, "messages": messages}
     if request.tools:
         body["tools"] = [
-            {"type": "function",
-             "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
             for t in request.tools
-        ]  # fmt: skip
+        ]
     if schema is not None and mode == "json_schema":
         body["response_format"] = {
             "type": "json_schema",

@@ -152,8 +152,15 @@ class OpenAIModel:
                 weaker = WEAKER.get(mode or "") if self.structured == "auto" else None
                 if failed.status not in (400, 422) or weaker is None:
                     return False
-                events.append({"event": "structured_fallback", "from": mode, "to": weaker,
-                               "status": failed.status, "message": self._slots.scrub(failed.message)[:200]})  # fmt: skip
+                events.append(
+                    {
+                        "event": "structured_fallback",
+                        "from": mode,
+                        "to": weaker,
+                        "status": failed.status,
+                        "message": self._slots.scrub(failed.message)[:200],
+                    }
+                )
                 mode = weaker
                 return True
 
@@ -161,9 +168,14 @@ class OpenAIModel:
                 return response_from_wire(raw.parse())
 
             response = await self._slots.send(
-                attempt, self._failure, read, events,
-                reply="a chat completion", malformed=MalformedReply, fallback=fallback,
-            )  # fmt: skip
+                attempt,
+                self._failure,
+                read,
+                events,
+                reply="a chat completion",
+                malformed=MalformedReply,
+                fallback=fallback,
+            )
             if mode is not None and mode != self._mode:
                 self._mode = mode  # remember what this server accepts
             return response

@@ -112,12 +112,17 @@ class Recorder:
 def _response_dict(response: ModelResponse) -> dict[str, Any]:
     return {
         "text": response.text,
-        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls],
-        "usage": {"input_tokens": response.usage.input_tokens, "output_tokens": response.usage.output_tokens},
+        "tool_calls": [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
+        ],
+        "usage": {
+            "input_tokens": response.usage.input_tokens,
+            "output_tokens": response.usage.output_tokens,
+        },
         "stop_reason": response.stop_reason,
         "model": response.model,
         "events": [e for e in response.events if e.get("event") not in _UNSTABLE_EVENTS],
-    }  # fmt: skip
+    }
 
 
 def _error_dict(exc: AgentRunError) -> dict[str, Any]:
@@ -142,12 +147,15 @@ class _Entry:
         r = self.answer["response"]
         return ModelResponse(
             text=r.get("text"),
-            tool_calls=[ToolCall(c["name"], c["arguments"], c.get("id", "")) for c in r.get("tool_calls", [])],
+            tool_calls=[
+                ToolCall(c["name"], c["arguments"], c.get("id", ""))
+                for c in r.get("tool_calls", [])
+            ],
             usage=Usage(r["usage"].get("input_tokens"), r["usage"].get("output_tokens"), 1),
             stop_reason=r.get("stop_reason", "stop"),
             model=r.get("model"),
             events=list(r.get("events", [])),
-        )  # fmt: skip
+        )
 
 
 def _rebuild_error(data: dict[str, Any]) -> AgentRunError:

@@ -19,7 +19,20 @@ from .magics import AgentMagics, load_ipython_extension
 from .monitor import RunMonitor
 
 __all__ = [
-    "LATENCY_REGEX", "SANITIZE_RULES", "AgentMagics", "RunMonitor", "SweepDashboard",
-    "TraceExplorer", "agent_timeout", "define_agent", "fanout_html", "fanout_text", "interpolate",
-    "load_ipython_extension", "result_html", "result_text", "run_live", "strip_directives",
-]  # fmt: skip
+    "LATENCY_REGEX",
+    "SANITIZE_RULES",
+    "AgentMagics",
+    "RunMonitor",
+    "SweepDashboard",
+    "TraceExplorer",
+    "agent_timeout",
+    "define_agent",
+    "fanout_html",
+    "fanout_text",
+    "interpolate",
+    "load_ipython_extension",
+    "result_html",
+    "result_text",
+    "run_live",
+    "strip_directives",
+]

@@ -40,21 +40,25 @@ class ApprovalPrompt:
             f"<code>{who(pending.path)}</code>"
         )
         self.input = w.Textarea(
-            value=_preview(pending.input), description="Input", disabled=True,
+            value=_preview(pending.input),
+            description="Input",
+            disabled=True,
             layout=w.Layout(width="100%", height="6em"),
-        )  # fmt: skip
+        )
         documents = []
         for handle, text in pending.artifacts.items():
-            box = w.Textarea(value=_preview(text), disabled=True,
-                             layout=w.Layout(width="100%", height="10em"))  # fmt: skip
+            box = w.Textarea(
+                value=_preview(text), disabled=True, layout=w.Layout(width="100%", height="10em")
+            )
             documents.append((f"{handle} ({len(text):,} characters)", box))
         self.artifacts = w.Accordion(children=[box for _, box in documents])
         for index, (title, _) in enumerate(documents):
             self.artifacts.set_title(index, title)
         self.reason = w.Text(
-            description="Reason", placeholder="why (sent to the calling agent when rejected)",
+            description="Reason",
+            placeholder="why (sent to the calling agent when rejected)",
             layout=w.Layout(width="100%"),
-        )  # fmt: skip
+        )
         self.approve_button = w.Button(description="Approve", button_style="success", icon="check")
         self.reject_button = w.Button(description="Reject", button_style="danger", icon="times")
         self.status = w.HTML()

@@ -31,21 +31,30 @@ class SweepDashboard(widgets.VBox):
     ) -> None:
         from ..measure.scenarios import COST_MODES
 
-        self.k = widgets.IntSlider(value=k, min=1, max=max_k, description="sub-agents",
-                                   continuous_update=False)  # fmt: skip
-        self.latency = widgets.FloatSlider(value=latency, min=0.0, max=1.0, step=0.05,
-                                           description="latency (s)", continuous_update=False)  # fmt: skip
+        self.k = widgets.IntSlider(
+            value=k, min=1, max=max_k, description="sub-agents", continuous_update=False
+        )
+        self.latency = widgets.FloatSlider(
+            value=latency,
+            min=0.0,
+            max=1.0,
+            step=0.05,
+            description="latency (s)",
+            continuous_update=False,
+        )
         self.mode = widgets.Dropdown(options=list(COST_MODES), value=mode, description="clause")
         self.summary = widgets.HTML()
         self.multiplier_image = widgets.Image(format="png", layout=widgets.Layout(width="48%"))
         self.timeline_image = widgets.Image(format="png", layout=widgets.Layout(width="48%"))
         self._sizes: dict[str, pd.DataFrame] = {}
         self.last_run: RunResult | None = None
-        super().__init__([
-            widgets.HBox([self.k, self.latency, self.mode]),
-            self.summary,
-            widgets.HBox([self.multiplier_image, self.timeline_image]),
-        ])  # fmt: skip
+        super().__init__(
+            [
+                widgets.HBox([self.k, self.latency, self.mode]),
+                self.summary,
+                widgets.HBox([self.multiplier_image, self.timeline_image]),
+            ]
+        )
         self.add_class("agentnb-dashboard")
         for control in (self.k, self.latency, self.mode):
             control.observe(self._changed, names="value")
@@ -81,8 +90,15 @@ class SweepDashboard(widgets.VBox):
         table = self.sizes(mode)
         self.last_run = run_sync(review_hierarchy(k, _mode(mode), latency))
         figure = plot.multiplier(table[table["k"] >= 1], title=f"Characters sent ({mode})")
-        figure.axes[0].plot([k], [table["multiplier"][k]], "o", markersize=12, fillstyle="none",
-                            color="black", gid="selected")  # fmt: skip
+        figure.axes[0].plot(
+            [k],
+            [table["multiplier"][k]],
+            "o",
+            markersize=12,
+            fillstyle="none",
+            color="black",
+            gid="selected",
+        )
         self.multiplier_image.value = _png(figure)
         self.timeline_image.value = _png(
             plot.timeline(self.last_run, labels=[f"k={k}, {latency:g} s"])

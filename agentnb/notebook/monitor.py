@@ -205,7 +205,7 @@ class RunMonitor(widgets.VBox):
                     "status": r.status,
                     "calls": len(r.calls),
                     "chars_in": r.chars_in,
-                }  # fmt: skip
+                }
                 for r in self.rows.values()
             ]
 

@@ -10,7 +10,26 @@ from .topologies import Topology, hierarchy, mesh, pipeline, star
 from .verify import Round, Verification, VerifyResult, verify_loop
 
 __all__ = [
-    "ChainResult", "FanOut", "HandoffRoute", "Intent", "JudgeVerdict", "Judgement", "Respond",
-    "Round", "Topology", "Verification", "VerifyResult", "Vote", "chain", "harshest", "hierarchy",
-    "judge", "majority", "mesh", "parallel", "pipeline", "star", "verify_loop",
-]  # fmt: skip
+    "ChainResult",
+    "FanOut",
+    "HandoffRoute",
+    "Intent",
+    "JudgeVerdict",
+    "Judgement",
+    "Respond",
+    "Round",
+    "Topology",
+    "Verification",
+    "VerifyResult",
+    "Vote",
+    "chain",
+    "harshest",
+    "hierarchy",
+    "judge",
+    "majority",
+    "mesh",
+    "parallel",
+    "pipeline",
+    "star",
+    "verify_loop",
+]

@@ -199,8 +199,9 @@ async def judge(
     parts.append(
         f"Choose the best of the {len(items)} candidates (numbered 0 to {len(items) - 1})."
     )
-    result = await _runs.run_on_clock(agent, "\n\n".join(parts), t0=_runs.clock(), limits=limits,
-                                      timeout=timeout)  # fmt: skip
+    result = await _runs.run_on_clock(
+        agent, "\n\n".join(parts), t0=_runs.clock(), limits=limits, timeout=timeout
+    )
     table = dict(items)
     if not result.ok:
         return Judgement(

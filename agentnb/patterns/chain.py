@@ -96,13 +96,20 @@ class ChainResult:
                 rows.append({"stage": name, "status": "skipped"})
                 continue
             started, ended = _runs.run_window(result)
-            rows.append({
-                "stage": name, "agent": result.last_agent.name if result.last_agent else None,
-                "status": _runs.status(result), "reason": None if result.ok else _runs.reason(result),
-                "run_id": result.run_id, "started": started, "ended": ended,
-                "model_calls": result.model_calls, "chars_in": result.chars_in,
-                "output": to_text(result.output) if result.ok else None,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "stage": name,
+                    "agent": result.last_agent.name if result.last_agent else None,
+                    "status": _runs.status(result),
+                    "reason": None if result.ok else _runs.reason(result),
+                    "run_id": result.run_id,
+                    "started": started,
+                    "ended": ended,
+                    "model_calls": result.model_calls,
+                    "chars_in": result.chars_in,
+                    "output": to_text(result.output) if result.ok else None,
+                }
+            )
         return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
@@ -133,8 +140,9 @@ async def chain(
     results: dict[str, RunResult] = {}
     current: _runs.Input = input
     for name, agent in stages.items():
-        result = await _runs.run_on_clock(agent, current, t0=t0, limits=limits, timeout=timeout,
-                                          artifacts=artifacts, deps=deps)  # fmt: skip
+        result = await _runs.run_on_clock(
+            agent, current, t0=t0, limits=limits, timeout=timeout, artifacts=artifacts, deps=deps
+        )
         results[name] = result
         if not result.ok:
             break

@@ -80,14 +80,21 @@ class FanOut:
         for name in self.names:
             result = self.results[name]
             started, ended = _runs.run_window(result)
-            rows.append({
-                "branch": name, "agent": _agent_name(result), "status": _runs.status(result),
-                "reason": self.missing.get(name), "run_id": result.run_id,
-                "started": started, "ended": ended,
-                "duration": None if started is None or ended is None else ended - started,
-                "model_calls": result.model_calls, "chars_in": result.chars_in,
-                "output": None if name in self.missing else to_text(result.output),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "branch": name,
+                    "agent": _agent_name(result),
+                    "status": _runs.status(result),
+                    "reason": self.missing.get(name),
+                    "run_id": result.run_id,
+                    "started": started,
+                    "ended": ended,
+                    "duration": None if started is None or ended is None else ended - started,
+                    "model_calls": result.model_calls,
+                    "chars_in": result.chars_in,
+                    "output": None if name in self.missing else to_text(result.output),
+                }
+            )
         return pd.DataFrame(rows)
 
     def __getitem__(self, name: str) -> RunResult:
@@ -156,7 +163,7 @@ async def parallel(
             timeout=timeout,
             artifacts=artifacts,
             deps=deps,
-        )  # fmt: skip
+        )
         for name, agent in branches.items()
     }
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None

@@ -125,13 +125,27 @@ class VerifyResult:
         """
         import pandas as pd
 
-        columns = ["round", "draft", "outcome", "problems", "chars_writer", "chars_verifier",
-                   "chars_in"]  # fmt: skip
+        columns = [
+            "round",
+            "draft",
+            "outcome",
+            "problems",
+            "chars_writer",
+            "chars_verifier",
+            "chars_in",
+        ]
         rows = [
-            [r.round, r.draft, r.outcome, list(r.problems), r.chars_writer, r.chars_verifier,
-             r.chars_in]
+            [
+                r.round,
+                r.draft,
+                r.outcome,
+                list(r.problems),
+                r.chars_writer,
+                r.chars_verifier,
+                r.chars_in,
+            ]
             for r in self.rounds
-        ]  # fmt: skip
+        ]
         if run_ids:
             columns += ["writer_run_id", "verifier_run_id"]
             for row, r in zip(rows, self.rounds):
@@ -200,8 +214,9 @@ async def verify_loop(
             rounds.append(Round(n, "", None, [], written))
             return VerifyResult(task, rounds, max_rounds, f"the writer {_runs.reason(written)}")
         draft = to_text(written.output)
-        checked = await _runs.run_on_clock(checker, verifier_input(task, draft), t0=t0,
-                                           limits=limits, timeout=timeout)  # fmt: skip
+        checked = await _runs.run_on_clock(
+            checker, verifier_input(task, draft), t0=t0, limits=limits, timeout=timeout
+        )
         if not checked.ok:
             rounds.append(Round(n, draft, None, [], written, checked))
             return VerifyResult(task, rounds, max_rounds, f"the verifier {_runs.reason(checked)}")

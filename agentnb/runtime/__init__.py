@@ -12,6 +12,19 @@ from .tools import Tool, ToolCallContext, tool
 from .transfer import Transfer
 
 __all__ = [
-    "Agent", "AgentTool", "Handoff", "HandoffConfig", "Limits", "PromptSection", "RunContext", "RunResult", "Tool",
-    "ToolCallContext", "Transfer", "assemble_prompt", "run", "run_sync", "tool",
-]  # fmt: skip
+    "Agent",
+    "AgentTool",
+    "Handoff",
+    "HandoffConfig",
+    "Limits",
+    "PromptSection",
+    "RunContext",
+    "RunResult",
+    "Tool",
+    "ToolCallContext",
+    "Transfer",
+    "assemble_prompt",
+    "run",
+    "run_sync",
+    "tool",
+]

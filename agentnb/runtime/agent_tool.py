@@ -43,11 +43,14 @@ _DEFAULT_SCHEMA = {
     "type": "object",
     "properties": {
         "input": {"type": "string", "description": "The task."},
-        "artifacts": {"type": "array", "items": {"type": "string"},
-                      "description": "Document handles to attach; never paste documents."},
+        "artifacts": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Document handles to attach; never paste documents.",
+        },
     },
     "required": ["input"],
-}  # fmt: skip
+}
 
 
 @dataclass(eq=False)
@@ -94,8 +97,12 @@ class AgentTool(Tool):
             raise UserError(
                 f"Tool name {tool_name!r} is not usable: letters, digits, _ or -, at most 64."
             )
-        for label, value in (("max_turns", max_turns), ("timeout", timeout), ("max_tokens", max_tokens),
-                             ("max_result_chars", max_result_chars)):  # fmt: skip
+        for label, value in (
+            ("max_turns", max_turns),
+            ("timeout", timeout),
+            ("max_tokens", max_tokens),
+            ("max_result_chars", max_result_chars),
+        ):
             if value is not None and value <= 0:
                 raise UserError(f"as_tool({label}=...) must be positive, got {value!r}")
         if input_schema is not None and not (
@@ -117,11 +124,22 @@ class AgentTool(Tool):
         )
         text = description or agent.description or f"Ask the {agent.name} agent."
         return cls(
-            tool_name, text, parameters, _unused, input_schema or SubAgentInput, max_result_chars, None,
-            agent=agent, max_turns=max_turns, timeout=timeout, max_tokens=max_tokens,
-            input_schema=input_schema, input_builder=input_builder, extractor=extractor,
+            tool_name,
+            text,
+            parameters,
+            _unused,
+            input_schema or SubAgentInput,
+            max_result_chars,
+            None,
+            agent=agent,
+            max_turns=max_turns,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            input_schema=input_schema,
+            input_builder=input_builder,
+            extractor=extractor,
             needs_approval=needs_approval,
-        )  # fmt: skip
+        )
 
     async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
         agent = self.agent
@@ -273,12 +291,16 @@ class AgentTool(Tool):
     def _guard(self, ctx: RunContext, caller: AgentRun, path: str) -> str | None:
         limits = ctx.limits
         if caller.depth >= limits.max_depth:
-            return (f"ERROR: maximum depth reached ({limits.max_depth}) at {caller.path}: {self.name} was not called. "
-                    "Answer with the data you have and say what is missing.")  # fmt: skip
+            return (
+                f"ERROR: maximum depth reached ({limits.max_depth}) at {caller.path}: {self.name} was not called. "
+                "Answer with the data you have and say what is missing."
+            )
         for on_path in caller.lineage:  # by identity (a loop: no generator on every call)
             if on_path is self.agent:
-                return (f"ERROR: {self.name} is already on the call path {caller.path}. "
-                        "Recursion is not allowed: conclude with the data you have.")  # fmt: skip
+                return (
+                    f"ERROR: {self.name} is already on the call path {caller.path}. "
+                    "Recursion is not allowed: conclude with the data you have."
+                )
         budget = limits.max_model_calls
         if budget is not None and ctx.model_calls >= budget:
             raise BudgetExceeded(

@@ -114,14 +114,29 @@ async def check_approval(
                 needed = await needed
         except Exception as exc:
             reason = f"needs_approval raised {type(exc).__name__}: {exc}"
-            trace.log("approval", depth=caller.depth, path=caller.path, agent=pending.agent,
-                      tool=tool.name, approved=False, reason=reason, wait_s=0.0)  # fmt: skip
+            trace.log(
+                "approval",
+                depth=caller.depth,
+                path=caller.path,
+                agent=pending.agent,
+                tool=tool.name,
+                approved=False,
+                reason=reason,
+                wait_s=0.0,
+            )
             return f"call to {tool.name} rejected: {reason}"
         if not needed:
             return None
     approver = ctx.approver if ctx.approver is not None else default_approver(pending)
-    span = trace.start("approval", tool.name, tcx.span, agent=caller.agent.name, path=caller.path,
-                       depth=caller.depth, target=pending.agent)  # fmt: skip
+    span = trace.start(
+        "approval",
+        tool.name,
+        tcx.span,
+        agent=caller.agent.name,
+        path=caller.path,
+        depth=caller.depth,
+        target=pending.agent,
+    )
     started = time.perf_counter()
     try:
         verdict = await _ask(approver, pending)
@@ -137,8 +152,16 @@ async def check_approval(
     status = "ok" if verdict.approved else "refused"
     trace.end(span, status, approved=verdict.approved, reason=verdict.reason, wait_s=waited)
     tcx.span.attrs["approval_wait_s"] = waited
-    trace.log("approval", depth=caller.depth, path=caller.path, agent=pending.agent,
-              tool=tool.name, approved=verdict.approved, reason=verdict.reason, wait_s=waited)  # fmt: skip
+    trace.log(
+        "approval",
+        depth=caller.depth,
+        path=caller.path,
+        agent=pending.agent,
+        tool=tool.name,
+        approved=verdict.approved,
+        reason=verdict.reason,
+        wait_s=waited,
+    )
     if verdict.approved:
         return None
     return f"call to {tool.name} rejected: {verdict.reason or 'no reason given'}"

@@ -193,8 +193,9 @@ class Handoff:
             if self.input_type is not None
             else {"type": "object", "properties": {}}
         )
-        return HandoffTool(self.name, description, parameters, _unused, None, None, None,
-                           handoff=self)  # fmt: skip
+        return HandoffTool(
+            self.name, description, parameters, _unused, None, None, None, handoff=self
+        )
 
     def __repr__(self) -> str:
         extra = "" if self.config == HandoffConfig() else f", config={self.config}"
@@ -226,8 +227,15 @@ class HandoffTool(Tool):
         if target.name in holders:
             tcx.status = "refused"
             chain = " -> ".join(holders)
-            ctx.trace.log("guard", depth=caller.depth, path=caller.path, agent=caller.agent.name,
-                          target=target.name, tool=self.name, reason="handoff cycle")  # fmt: skip
+            ctx.trace.log(
+                "guard",
+                depth=caller.depth,
+                path=caller.path,
+                agent=caller.agent.name,
+                target=target.name,
+                tool=self.name,
+                reason="handoff cycle",
+            )
             return (
                 f"ERROR: {target.name} already had control in this run ({chain}); handing back "
                 "would make a cycle. Answer with what you have and say what is missing."
@@ -236,13 +244,19 @@ class HandoffTool(Tool):
             list(caller.messages), call_id=tcx.call_id, intent=intent, source=caller.agent.name
         )
         ctx.trace.log(
-            "handoff_context", depth=caller.depth, path=caller.path, agent=caller.agent.name,
-            target=target.name, strategy=handoff.config.strategy, available=forwarded.available,
+            "handoff_context",
+            depth=caller.depth,
+            path=caller.path,
+            agent=caller.agent.name,
+            target=target.name,
+            strategy=handoff.config.strategy,
+            available=forwarded.available,
             forwarded=len(forwarded.messages),
             chars=sum(message_size(m).total for m in forwarded.messages),
-            tokens=forwarded.tokens, tokens_method=forwarded.tokens_method,
+            tokens=forwarded.tokens,
+            tokens_method=forwarded.tokens_method,
             intent=intent.model_dump(mode="json") if intent is not None else None,
-        )  # fmt: skip
+        )
         return Transfer(target, forwarded.messages, handoff.note)
 
     def __repr__(self) -> str:
@@ -347,5 +361,15 @@ def control_holders(ctx: RunContext, state: AgentRun) -> list[str]:
     ]
 
 
-__all__ = ["Forwarded", "Handoff", "HandoffConfig", "HandoffTool", "Strategy", "control_holders",
-           "fit_budget", "intent_message", "last_with_request", "user_message"]  # fmt: skip
+__all__ = [
+    "Forwarded",
+    "Handoff",
+    "HandoffConfig",
+    "HandoffTool",
+    "Strategy",
+    "control_holders",
+    "fit_budget",
+    "intent_message",
+    "last_with_request",
+    "user_message",
+]

@@ -59,8 +59,17 @@ async def run(
     wall-clock limit and the root agent's turn limit. ``listeners`` are called as
     ``listener(event, span)`` when any span starts or ends (live widgets use them).
     """
-    ctx = start_context(agent, input, limits=limits, artifacts=artifacts, timeout=timeout,
-                        approver=approver, deps=deps, run_id=run_id, listeners=listeners)  # fmt: skip
+    ctx = start_context(
+        agent,
+        input,
+        limits=limits,
+        artifacts=artifacts,
+        timeout=timeout,
+        approver=approver,
+        deps=deps,
+        run_id=run_id,
+        listeners=listeners,
+    )
     return await execute(agent, input, ctx, max_turns=max_turns)
 
 
@@ -172,8 +181,15 @@ def _finish(
         if root.ended is None:
             ctx.trace.end(root, status)
     extra = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
-    ctx.trace.log("run_end", depth=0, path=state.path, agent=state.agent.name, status=status,
-                  model_calls=ctx.model_calls, **extra)  # fmt: skip
+    ctx.trace.log(
+        "run_end",
+        depth=0,
+        path=state.path,
+        agent=state.agent.name,
+        status=status,
+        model_calls=ctx.model_calls,
+        **extra,
+    )
 
 
 def build_result(ctx: RunContext, output: Any, error: BaseException | None) -> RunResult:
@@ -249,10 +265,23 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         state.tally.reset()
         state.lineage = (*state.lineage[:-1], outcome.target)
         parent = next((s for s in ctx.trace.spans if s.span_id == state.span.parent_id), None)
-        state.span = ctx.trace.start("agent", outcome.target.name, parent, agent=outcome.target.name,
-                                     path=state.path, depth=state.depth, routing=outcome.routing)  # fmt: skip
-        ctx.trace.log("handoff", depth=state.depth, path=state.path, agent=outcome.target.name,
-                      source=source.name, routing=outcome.routing)  # fmt: skip
+        state.span = ctx.trace.start(
+            "agent",
+            outcome.target.name,
+            parent,
+            agent=outcome.target.name,
+            path=state.path,
+            depth=state.depth,
+            routing=outcome.routing,
+        )
+        ctx.trace.log(
+            "handoff",
+            depth=state.depth,
+            path=state.path,
+            agent=outcome.target.name,
+            source=source.name,
+            routing=outcome.routing,
+        )
         max_turns = outcome.target.max_turns
 
 
@@ -302,10 +331,12 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
                         f"after {reasks + 1} attempt(s): {_errors(exc)}"
                     ) from None
                 reasks += 1
-                state.messages.append(Message.user(
-                    f"{REASK_PREFIX} {schema.name if schema else 'the output'}: {_errors(exc)}. "
-                    "Reply again with only a JSON object that matches the schema."
-                ))  # fmt: skip
+                state.messages.append(
+                    Message.user(
+                        f"{REASK_PREFIX} {schema.name if schema else 'the output'}: {_errors(exc)}. "
+                        "Reply again with only a JSON object that matches the schema."
+                    )
+                )
                 continue
         if agent.route is not None:
             routed = agent.route.apply(output, state)
@@ -346,8 +377,15 @@ async def call_model(
         )
     ctx.model_calls += 1
     trace = ctx.trace
-    span = trace.start("model_call", getattr(model, "name", type(model).__name__), state.span,
-                       agent=state.agent.name, path=state.path, depth=state.depth, turn=turn)  # fmt: skip
+    span = trace.start(
+        "model_call",
+        getattr(model, "name", type(model).__name__),
+        state.span,
+        agent=state.agent.name,
+        path=state.path,
+        depth=state.depth,
+        turn=turn,
+    )
     try:
         response = await model.request(request)
     except asyncio.CancelledError:
@@ -364,9 +402,15 @@ async def call_model(
 
 
 def _record(
-    ctx: RunContext, state: AgentRun, request: ModelRequest, response: ModelResponse | None,
-    span: Span, turn: int, status: str, failed_events: list[dict[str, Any]] | None = None,
-) -> None:  # fmt: skip
+    ctx: RunContext,
+    state: AgentRun,
+    request: ModelRequest,
+    response: ModelResponse | None,
+    span: Span,
+    turn: int,
+    status: str,
+    failed_events: list[dict[str, Any]] | None = None,
+) -> None:
     sizes = request_sizes(request, state.tally)
     tokens_in, method = request_tokens(request, state.tally)
     tokens_out = (
@@ -383,19 +427,37 @@ def _record(
         retries = sum(1 for e in events if e.get("event") == "retry")
     latency = (span.ended or 0.0) - span.started
     row = {
-        "run_id": ctx.run_id, "span_id": span.span_id, "parent_id": span.parent_id,
-        "agent": state.agent.name, "model": span.name, "path": state.path, "depth": state.depth,
-        "turn": turn, "started": span.started, "ended": span.ended, "latency_s": latency - wait,
-        "wait_s": wait, "chars_in": sizes["total"],
-        "chars_in_system": sizes["system"], "chars_in_tools": sizes["tools"], "chars_in_user": sizes["user"],
-        "chars_in_assistant": sizes["assistant"], "chars_in_tool_args": sizes["tool_args"],
-        "chars_in_tool_results": sizes["tool_results"], "chars_in_framing": sizes["framing"],
-        "chars_out": chars_out, "tokens_in": tokens_in, "tokens_out": tokens_out, "tokens_method": method,
-        "provider_tokens_in": provider.input_tokens, "provider_tokens_out": provider.output_tokens,
+        "run_id": ctx.run_id,
+        "span_id": span.span_id,
+        "parent_id": span.parent_id,
+        "agent": state.agent.name,
+        "model": span.name,
+        "path": state.path,
+        "depth": state.depth,
+        "turn": turn,
+        "started": span.started,
+        "ended": span.ended,
+        "latency_s": latency - wait,
+        "wait_s": wait,
+        "chars_in": sizes["total"],
+        "chars_in_system": sizes["system"],
+        "chars_in_tools": sizes["tools"],
+        "chars_in_user": sizes["user"],
+        "chars_in_assistant": sizes["assistant"],
+        "chars_in_tool_args": sizes["tool_args"],
+        "chars_in_tool_results": sizes["tool_results"],
+        "chars_in_framing": sizes["framing"],
+        "chars_out": chars_out,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "tokens_method": method,
+        "provider_tokens_in": provider.input_tokens,
+        "provider_tokens_out": provider.output_tokens,
         "tool_calls": len(response.tool_calls) if response is not None else 0,
         "stop_reason": response.stop_reason if response is not None else "error",
-        "retries": retries, "status": status,
-    }  # fmt: skip
+        "retries": retries,
+        "status": status,
+    }
     ctx.trace.call_rows.append(row)
     attrs = span.attrs
     attrs["chars_in"], attrs["chars_out"] = sizes["total"], chars_out
@@ -404,8 +466,13 @@ def _record(
         span.attrs["events"] = events
         for event in events:  # an adapter's retries and fallbacks show in the log lines too
             if event.get("event") in ("retry", "structured_fallback"):
-                ctx.trace.log(f"model_{event['event']}", depth=state.depth, path=state.path,
-                              agent=state.agent.name, **{k: v for k, v in event.items() if k != "event"})  # fmt: skip
+                ctx.trace.log(
+                    f"model_{event['event']}",
+                    depth=state.depth,
+                    path=state.path,
+                    agent=state.agent.name,
+                    **{k: v for k, v in event.items() if k != "event"},
+                )
     if response is None:
         return
     ctx.usage = add_call(ctx.usage, provider)
@@ -432,8 +499,15 @@ def add_call(total: Usage, provider: Usage) -> Usage:
     )
 
 
-def _charge(state: AgentRun, provider: Usage, tokens_in: int | None, tokens_out: int | None,
-            method: str, chars_in: int, chars_out: int) -> None:  # fmt: skip
+def _charge(
+    state: AgentRun,
+    provider: Usage,
+    tokens_in: int | None,
+    tokens_out: int | None,
+    method: str,
+    chars_in: int,
+    chars_out: int,
+) -> None:
     """Count a call against every token budget in force, with the best count available."""
     if provider.input_tokens is not None:
         spent, how = (
@@ -478,8 +552,17 @@ async def _run_tool(
     call: ToolCall, tools: dict[str, Tool], state: AgentRun, ctx: RunContext, turn: int
 ) -> Any:
     trace = ctx.trace
-    span = trace.start("tool_call", call.name, state.span, agent=state.agent.name, path=state.path,
-                       depth=state.depth, turn=turn, call_id=call.id, args_chars=len(call.arguments))  # fmt: skip
+    span = trace.start(
+        "tool_call",
+        call.name,
+        state.span,
+        agent=state.agent.name,
+        path=state.path,
+        depth=state.depth,
+        turn=turn,
+        call_id=call.id,
+        args_chars=len(call.arguments),
+    )
     tool = tools.get(call.name)
     tcx = ToolCallContext(ctx, span, call.id, state)
     try:

@@ -227,8 +227,16 @@ def function_tool(
             "Annotate each parameter with a type pydantic knows (str, int, a BaseModel, ...)."
         ) from None
     json_args = args_model if _json_safe(args_model) else None
-    return Tool(tool_name, text, schema, fn, args_model, max_result_chars, context_param,
-                _json_args=json_args)  # fmt: skip
+    return Tool(
+        tool_name,
+        text,
+        schema,
+        fn,
+        args_model,
+        max_result_chars,
+        context_param,
+        _json_args=json_args,
+    )
 
 
 _JSON_SAFE_TYPES = (str, int, bool)

@@ -4,5 +4,13 @@ from .sizes import COMPONENTS, canonical_request, request_sizes
 from .spans import CALL_COLUMNS, Span, Trace
 from .tokens import set_tokenizer, tokenizer
 
-__all__ = ["CALL_COLUMNS", "COMPONENTS", "Span", "Trace", "canonical_request", "request_sizes",
-           "set_tokenizer", "tokenizer"]  # fmt: skip
+__all__ = [
+    "CALL_COLUMNS",
+    "COMPONENTS",
+    "Span",
+    "Trace",
+    "canonical_request",
+    "request_sizes",
+    "set_tokenizer",
+    "tokenizer",
+]

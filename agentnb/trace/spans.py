@@ -20,13 +20,37 @@ SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval"]
 from model latency."""
 
 CALL_COLUMNS = (
-    "run_id", "span_id", "parent_id", "agent", "model", "path", "depth", "turn",
-    "started", "ended", "latency_s", "wait_s",
-    "chars_in", "chars_in_system", "chars_in_tools", "chars_in_user", "chars_in_assistant",
-    "chars_in_tool_args", "chars_in_tool_results", "chars_in_framing",
-    "chars_out", "tokens_in", "tokens_out", "tokens_method",
-    "provider_tokens_in", "provider_tokens_out", "tool_calls", "stop_reason", "retries", "status",
-)  # fmt: skip
+    "run_id",
+    "span_id",
+    "parent_id",
+    "agent",
+    "model",
+    "path",
+    "depth",
+    "turn",
+    "started",
+    "ended",
+    "latency_s",
+    "wait_s",
+    "chars_in",
+    "chars_in_system",
+    "chars_in_tools",
+    "chars_in_user",
+    "chars_in_assistant",
+    "chars_in_tool_args",
+    "chars_in_tool_results",
+    "chars_in_framing",
+    "chars_out",
+    "tokens_in",
+    "tokens_out",
+    "tokens_method",
+    "provider_tokens_in",
+    "provider_tokens_out",
+    "tool_calls",
+    "stop_reason",
+    "retries",
+    "status",
+)
 """The columns of ``RunResult.calls``, in order: the trace schema's single definition."""
 _STARTED = CALL_COLUMNS.index("started")
 
@@ -199,10 +223,18 @@ class Trace:
         roots: list[dict[str, Any]] = []
         for s in self.spans:
             node = {
-                "span_id": s.span_id, "kind": s.kind, "name": s.name, "agent": s.agent,
-                "path": s.path, "depth": s.depth, "started": s.started, "ended": s.ended,
-                "status": s.status, **s.attrs, "children": [],
-            }  # fmt: skip
+                "span_id": s.span_id,
+                "kind": s.kind,
+                "name": s.name,
+                "agent": s.agent,
+                "path": s.path,
+                "depth": s.depth,
+                "started": s.started,
+                "ended": s.ended,
+                "status": s.status,
+                **s.attrs,
+                "children": [],
+            }
             nodes[s.span_id] = node
             parent = nodes.get(s.parent_id) if s.parent_id else None
             (parent["children"] if parent is not None else roots).append(node)
@@ -239,13 +271,33 @@ class Trace:
         return pd.DataFrame(
             [
                 {
-                    "run_id": self.run_id, "span_id": s.span_id, "parent_id": s.parent_id,
-                    "kind": s.kind, "name": s.name, "agent": s.agent, "path": s.path,
-                    "depth": s.depth, "started": s.started, "ended": s.ended,
-                    "duration": s.duration, "status": s.status,
-                }  # fmt: skip
+                    "run_id": self.run_id,
+                    "span_id": s.span_id,
+                    "parent_id": s.parent_id,
+                    "kind": s.kind,
+                    "name": s.name,
+                    "agent": s.agent,
+                    "path": s.path,
+                    "depth": s.depth,
+                    "started": s.started,
+                    "ended": s.ended,
+                    "duration": s.duration,
+                    "status": s.status,
+                }
                 for s in self.spans
             ],
-            columns=["run_id", "span_id", "parent_id", "kind", "name", "agent", "path", "depth",
-                     "started", "ended", "duration", "status"],
-        )  # fmt: skip
+            columns=[
+                "run_id",
+                "span_id",
+                "parent_id",
+                "kind",
+                "name",
+                "agent",
+                "path",
+                "depth",
+                "started",
+                "ended",
+                "duration",
+                "status",
+            ],
+        )
