@@ -84,9 +84,13 @@ from .runtime import (
     tool,
 )
 from .runtime.approval import Approval, PendingCall, approve_all, reject_all
+from .runtime.approval import in_notebook as _in_notebook
 from .trace import CALL_COLUMNS, canonical_request, request_sizes, set_tokenizer
 
 __version__ = "0.1.0"
+
+if _in_notebook():  # in a kernel, load the notebook layer: it installs the approval widget
+    from . import notebook as _notebook  # noqa: F401
 
 
 _NOTEBOOK = ("RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "run_live")

@@ -37,7 +37,7 @@ def test_the_tally_visits_only_new_messages(word_tokenizer):
         grow(messages, turn)
     word_tokenizer.clear()
     for message in messages:  # forget every cached count: a full pass would recount them all
-        message._tokens = None
+        message.tokens_cache = None
     request_tokens(ModelRequest("system", list(messages), [SPEC]), tally)
     # only the two messages appended after the last request were counted, not the 37 before
     assert word_tokenizer == ["thinking", '{"key":"k19"}', 'value 19 "quoted"\n']

@@ -100,7 +100,7 @@ def test_an_output_schema_counts_with_the_tools():
 def test_a_message_size_is_computed_once_and_cached_on_the_message():
     message = a.Message.user("hello")
     first = message_size(message)
-    assert message._size is first
+    assert message.size_cache is first
     assert message_size(message) is first
 
 

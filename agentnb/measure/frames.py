@@ -27,7 +27,7 @@ def calls_frame(data: Any) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
         return data
     if isinstance(data, Mapping):
-        from .sweep import _rows
+        from .sweep import result_rows
 
         parts = []
         for i, (label, item) in enumerate(data.items()):
@@ -35,7 +35,7 @@ def calls_frame(data: Any) -> pd.DataFrame:
                 part = item.copy()
                 ok, error, critical = True, None, None
             else:
-                rows, ok, error = _rows(item)
+                rows, ok, error = result_rows(item)
                 part = pd.DataFrame.from_records(rows or [{}], columns=_call_columns())
                 critical = critical_path(item)
             part.insert(0, LABEL, label)

@@ -161,7 +161,7 @@ async def _one(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]
         if inspect.isawaitable(result):
             result = await result
         wall = time.perf_counter() - start
-        rows, ok, error = _rows(result)
+        rows, ok, error = result_rows(result)
         critical = critical_path(result)
     except Exception as exc:  # one failing configuration must not end the sweep
         wall = time.perf_counter() - start
@@ -175,10 +175,10 @@ async def _one(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]
     return {"rows": rows, "ok": ok, "error": error, "wall_s": wall, "critical_s": critical}
 
 
-def _rows(result: Any) -> tuple[list[dict[str, Any]], bool, str | None]:
+def result_rows(result: Any) -> tuple[list[dict[str, Any]], bool, str | None]:
     """The call rows, success and error text of what ``fn`` returned."""
     if isinstance(result, (list, tuple)):
-        parts = [_rows(r) for r in result]
+        parts = [result_rows(r) for r in result]
         rows = [row for p in parts for row in p[0]]
         errors = [p[2] for p in parts if p[2]]
         return rows, all(p[1] for p in parts), "; ".join(errors) or None

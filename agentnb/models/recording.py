@@ -16,7 +16,7 @@ re-recording after a change gives a readable diff)::
 - line 1 is a header: the format version and the recorded client's ``name``;
 - then one line per model call, written when the call finishes (concurrent calls therefore
   appear in the order they finished);
-- ``request`` is the canonical request of `agentnb.trace.sizes.request_payload`
+- ``request`` is the canonical request of `agentnb.models.canonical.request_payload`
   (system, messages, tools, output_schema): exactly what "characters sent" measures;
 - ``response`` is ``{"text", "tool_calls": [{"id","name","arguments"}], "usage":
   {"input_tokens","output_tokens"}, "stop_reason", "model", "events"}``; ``events`` keeps the
@@ -44,8 +44,8 @@ from typing import Any
 
 from .. import errors
 from ..errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
-from ..trace.sizes import dumps, request_payload
 from .base import ModelClient
+from .canonical import dumps, request_payload
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
 
 FORMAT_VERSION = 1

@@ -44,10 +44,13 @@ class Message:
     """For tool messages: which call this is the result of."""
     name: str | None = None
     """For tool messages: the tool's name."""
-    # Caches (see above). Not init fields, so that ``dataclasses.replace(message, content=...)``
-    # makes a message measured afresh rather than one carrying the old message's size.
-    _size: Any = field(default=None, init=False, repr=False, compare=False)
-    _tokens: Any = field(default=None, init=False, repr=False, compare=False)
+    size_cache: Any = field(default=None, init=False, repr=False, compare=False)
+    """The trace's measured size of this message (`agentnb.trace.sizes.message_size`).
+
+    Caches are not init fields, so that ``dataclasses.replace(message, content=...)`` makes a
+    message measured afresh rather than one carrying the old message's size."""
+    tokens_cache: Any = field(default=None, init=False, repr=False, compare=False)
+    """The trace's token count of this message (`agentnb.trace.tokens`), with its tokenizer."""
 
     @classmethod
     def user(cls, text: str) -> Message:

@@ -6,6 +6,9 @@ event loop (agentnb's background loop, or the kernel's with ``await agentnb.run`
 buttons' callbacks fire on the kernel's thread when the click arrives. A thread-safe future
 joins the two.
 
+Loading this module (the notebook layer loads it) installs `notebook_approver` as the
+runtime's default approver.
+
 A cell blocked in `run_sync` (``%%agent_run`` among others) holds the kernel's thread, so a
 click could not be delivered until the run ends. There `text_approver` asks on the stdin
 channel instead, like ``input()``, which a frontend answers while a cell runs.
@@ -19,7 +22,8 @@ import html
 from typing import Any
 
 from ..errors import NoApprover
-from ..runtime.approval import Approval, PendingCall
+from ..runtime import approval, main_thread_blocked
+from ..runtime.approval import Approval, Approver, PendingCall
 
 PREVIEW_CHARS = 4_000
 """How much of a long input or document the prompt shows."""
@@ -146,3 +150,14 @@ def text_approver(pending: PendingCall) -> Approval:
     if answer.lower() in YES:
         return Approval(True)
     return Approval(False, "" if answer.lower() in ("", "n", "no") else answer)
+
+
+def notebook_approver(pending: PendingCall) -> Approver | None:
+    """The default approver in a kernel (None elsewhere): the widget, or the text prompt while
+    a cell blocked in `run_sync` holds the kernel's thread (no click could arrive then)."""
+    if not approval.in_notebook():
+        return None
+    return text_approver if main_thread_blocked() else widget_approver
+
+
+approval.set_default_approver(notebook_approver)  # runs that set no approver ask a person here

@@ -124,7 +124,7 @@ def run_live(
     the caller does (``%%agent_run`` does). ``run_id`` fixes the run's id (random otherwise),
     which keeps its log lines the same from one execution of a notebook to the next.
     """
-    from ..runtime._loop import run_sync
+    from ..runtime import run_sync
 
     if timeout is None:
         timeout = agent_timeout(agent)

@@ -69,7 +69,7 @@ class SweepDashboard(widgets.VBox):
             import pandas as pd
 
             from ..measure.scenarios import review_hierarchy
-            from ..runtime._loop import run_sync
+            from ..runtime import run_sync
 
             sent = [
                 run_sync(review_hierarchy(k, _mode(mode))).chars_in for k in range(self.k.max + 1)
@@ -84,7 +84,7 @@ class SweepDashboard(widgets.VBox):
         """Re-run for the sliders' values and redraw (what moving a slider does)."""
         from ..measure import plot
         from ..measure.scenarios import review_hierarchy
-        from ..runtime._loop import run_sync
+        from ..runtime import run_sync
 
         k, mode, latency = self.k.value, self.mode.value, self.latency.value
         table = self.sizes(mode)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from ..trace.span_tree import Node, build, count, describe, seconds, walk
 from ..trace.spans import Trace
-from ._tree import Node, build, count, describe, seconds, walk
 
 if TYPE_CHECKING:
     from ..runtime.result import RunResult

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ._tree import count, plural
+from ..trace.span_tree import count, plural
 
 if TYPE_CHECKING:
     from ..runtime.result import RunResult

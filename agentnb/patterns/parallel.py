@@ -19,6 +19,7 @@ from ..runtime.context import Limits
 from ..runtime.result import RunResult
 from ..runtime.runner import execute
 from ..runtime.tools import to_text
+from ..trace.render import fanout_html, fanout_text
 from . import _runs
 
 if TYPE_CHECKING:
@@ -109,14 +110,9 @@ class FanOut:
         )
 
     def _repr_html_(self) -> str:
-        # Rich display lives in the notebook layer (deterministic for nbval); this only asks.
-        from ..notebook.display import fanout_html
-
         return fanout_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        from ..notebook.display import fanout_text
-
         printer.text(fanout_text(self))
 
 

@@ -1,6 +1,6 @@
 """The runtime layer: agents, tools, the run loop, agents as tools, handoffs and patterns."""
 
-from ._loop import run_sync
+from ._loop import main_thread_blocked, run_sync
 from .agent import Agent
 from .agent_tool import AgentTool
 from .context import Limits, RunContext
@@ -24,6 +24,7 @@ __all__ = [
     "ToolCallContext",
     "Transfer",
     "assemble_prompt",
+    "main_thread_blocked",
     "run",
     "run_sync",
     "tool",

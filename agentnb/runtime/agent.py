@@ -14,7 +14,7 @@ from pydantic import BaseModel, TypeAdapter
 from ..errors import UserError
 from ..models.base import ModelClient
 from ..models.types import OutputSchema
-from .tools import Tool, _clean_schema, function_tool
+from .tools import Tool, clean_schema, function_tool
 
 if TYPE_CHECKING:
     from .agent_tool import AgentTool
@@ -104,7 +104,7 @@ class Agent:
         # one model: "verdict"; a union: "refusal_or_approval"
         name = "_or_".join(_snake(getattr(m, "__name__", "output")) for m in members)
         name = name if len(name) <= 64 else "output"  # providers cap a schema's name at 64
-        schema = OutputSchema(name, _clean_schema(adapter.json_schema()))
+        schema = OutputSchema(name, clean_schema(adapter.json_schema()))
         self.__dict__["_output_cache"] = (self.output_type, (adapter, schema))
         return adapter, schema
 

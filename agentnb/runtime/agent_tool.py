@@ -21,10 +21,11 @@ from pydantic import BaseModel, Field, ValidationError
 from ..errors import AgentRunError, BudgetExceeded, MaxTurnsExceeded, ReplayMismatch, UserError
 from ..models.types import Message
 from .context import RunContext, TokenBudget
+from .deadline import DeadlinePassed, within
 from .result import RunResult
-from .runner import _InnerTimeout, _own_timeouts, agent_loop
+from .runner import agent_loop
 from .state import AgentRun
-from .tools import Tool, ToolCallContext, _brief, _clean_schema, result_text, truncate
+from .tools import Tool, ToolCallContext, brief_errors, clean_schema, result_text, truncate
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -120,7 +121,7 @@ class AgentTool(Tool):
         ):
             raise UserError("needs_approval must be True, False or a callable(call) -> bool")
         parameters = (
-            _clean_schema(input_schema.model_json_schema()) if input_schema else _DEFAULT_SCHEMA
+            clean_schema(input_schema.model_json_schema()) if input_schema else _DEFAULT_SCHEMA
         )
         text = description or agent.description or f"Ask the {agent.name} agent."
         return cls(
@@ -197,15 +198,8 @@ class AgentTool(Tool):
         trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
         status, error = "ok", None
         try:
-            loop = agent_loop(state, ctx, self.max_turns or agent.max_turns)
-            if self.timeout is None:
-                await loop
-            else:  # a client's own TimeoutError must not pass for this tool's timeout
-                await asyncio.wait_for(_own_timeouts(loop), self.timeout)
-        except _InnerTimeout as inner:
-            cause = inner.error
-            status, error = "error", f"ERROR: {self.name} failed: {type(cause).__name__}: {cause}"
-        except asyncio.TimeoutError:
+            await within(agent_loop(state, ctx, self.max_turns or agent.max_turns), self.timeout)
+        except DeadlinePassed:
             status, error = (
                 "timeout",
                 f"ERROR: {self.name} did not answer within {self.timeout:g} s.",
@@ -286,7 +280,7 @@ class AgentTool(Tool):
         except json.JSONDecodeError as exc:
             return f"Tool error: the arguments for {self.name} are not valid JSON ({exc.msg})."
         except ValidationError as exc:
-            return f"Tool error: invalid arguments for {self.name}: {_brief(exc)}. Fix them and call again."
+            return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
 
     def _guard(self, ctx: RunContext, caller: AgentRun, path: str) -> str | None:
         limits = ctx.limits

@@ -2,9 +2,10 @@
 
 Who approves is set per run: ``run(..., approver=fn)``, where ``fn(pending) -> Approval`` may be
 sync (run in a worker thread, off the event loop, since it may wait for a person) or async.
-`approve_all` and `reject_all` are for tests and scripts. In a notebook with no approver the
-default is a widget showing the call, with Approve / Reject and a reason (``agentnb.notebook
-.approval_widget``, looked up only then: the runtime does not import the notebook layer).
+`approve_all` and `reject_all` are for tests and scripts. A run that sets none uses the default
+approver installed with `set_default_approver`: the notebook layer installs one when it loads
+(a widget showing the call, with Approve / Reject and a reason), so in Jupyter a person is asked.
+The runtime never imports the notebook layer.
 
 What happens:
 
@@ -30,7 +31,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from ..errors import NoApprover, UserError
 from .tools import ToolCallContext
@@ -187,18 +188,28 @@ async def _ask(approver: Any, pending: PendingCall) -> Approval:
     return answer
 
 
-def default_approver(pending: PendingCall) -> Approver:
-    """The approver of a run that set none: the notebook widget, else `NoApprover`."""
-    if in_notebook():  # the notebook layer, looked up only now
-        from ..notebook import approval_widget
-        from ._loop import main_thread_blocked
+DefaultApprover = Callable[[PendingCall], Optional[Approver]]  # noqa: UP045
+"""Picks the approver for a call when the run set none; None when nobody can be asked here."""
 
-        # A cell blocked in run_sync holds the kernel's thread: no click could arrive.
-        return (
-            approval_widget.text_approver
-            if main_thread_blocked()
-            else approval_widget.widget_approver
-        )
+_default: DefaultApprover | None = None
+
+
+def set_default_approver(default: DefaultApprover | None) -> DefaultApprover | None:
+    """Install the approver used by runs that set none (None: no default); returns the old one.
+
+    The notebook layer installs one when it loads; it returns None outside a kernel, where a
+    call that needs approval then ends the run with `NoApprover`.
+    """
+    global _default
+    previous, _default = _default, default
+    return previous
+
+
+def default_approver(pending: PendingCall) -> Approver:
+    """The approver of a run that set none: the installed default's pick, else `NoApprover`."""
+    approver = _default(pending) if _default is not None else None
+    if approver is not None:
+        return approver
     raise NoApprover(
         f"The call to {pending.tool} at {pending.path} needs approval, but the run has no "
         "approver. Pass run(..., approver=fn) with fn(pending) -> agentnb.Approval(...), "

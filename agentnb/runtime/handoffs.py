@@ -30,7 +30,7 @@ from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
 from .handoff_filters import HistoryFilter, last_messages
 from .runner import REASK_PREFIX
-from .tools import Tool, ToolCallContext, _brief, _clean_schema
+from .tools import Tool, ToolCallContext, brief_errors, clean_schema
 from .transfer import Transfer
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class Handoff:
             f": {target.description}" if target.description else "."
         )
         parameters = (
-            _clean_schema(self.input_type.model_json_schema())
+            clean_schema(self.input_type.model_json_schema())
             if self.input_type is not None
             else {"type": "object", "properties": {}}
         )
@@ -219,7 +219,7 @@ class HandoffTool(Tool):
                 intent = handoff.input_type.model_validate_json(arguments.strip() or "{}")
             except ValidationError as exc:
                 tcx.status = "error"
-                return f"Tool error: invalid arguments for {self.name}: {_brief(exc)}. Fix them and call again."
+                return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
         if caller is None:  # called outside a run loop: nothing to forward
             return Transfer(handoff.target, [], handoff.note)
         holders = control_holders(ctx, caller)

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..trace.sizes import _text as escaped_chars
+from ..trace.sizes import escaped_length
 
 SEPARATOR = "\n\n"
 """What goes between two sections of an assembled prompt."""
@@ -71,9 +71,9 @@ def section_sizes(sections: Iterable[PromptSection | str]) -> tuple[tuple[str, i
     the ``chars_in_system`` of a call that sends the assembled prompt.
     """
     parts = prompt_parts(sections)
-    sizes = [(label, escaped_chars(text)) for label, text in parts]
+    sizes = [(label, escaped_length(text)) for label, text in parts]
     if len(parts) > 1:
-        sizes.append((SEPARATORS_LABEL, escaped_chars(SEPARATOR) * (len(parts) - 1)))
+        sizes.append((SEPARATORS_LABEL, escaped_length(SEPARATOR) * (len(parts) - 1)))
     return tuple(sizes)
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..models.types import Message, Usage
+from ..trace.render import result_html, result_text
 from ..trace.spans import Span, Trace
 
 if TYPE_CHECKING:
@@ -98,13 +99,8 @@ class RunResult:
         return f"RunResult(ok={self.ok}, {head}, last_agent={agent!r}, model_calls={self.model_calls}, chars_in={self.chars_in:,})"
 
     def _repr_html_(self) -> str:
-        # The HTML lives in the notebook layer; this hook only asks for it (like pandas' formatters).
-        from ..notebook.display import result_html
-
         return result_html(self)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # IPython's text form (a terminal; text/plain in a notebook): the tree and cost summary.
-        from ..notebook.display import result_text
-
         printer.text(result_text(self))

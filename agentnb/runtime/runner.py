@@ -32,6 +32,7 @@ from ..trace.tokens import request_tokens, response_tokens
 from ._tasks import run_concurrently
 from .agent import Agent
 from .context import Limits, RunContext, TokenBudget
+from .deadline import DeadlinePassed, within
 from .prompt import section_sizes
 from .result import RunResult
 from .state import AgentRun
@@ -130,19 +131,13 @@ async def execute(
     output: Any = None
     error: BaseException | None = None
     try:
-        coro = agent_loop(state, ctx, max_turns or agent.max_turns)
         timeout = ctx.limits.timeout
-        if timeout is None:
-            output = await coro
-        else:
-            try:
-                output = await asyncio.wait_for(_own_timeouts(coro), timeout)
-            except asyncio.TimeoutError:
-                raise RunTimeout(
-                    f"The run did not finish within its timeout of {timeout:g} s."
-                ) from None
-            except _InnerTimeout as inner:  # a client's own timeout, not the run's
-                raise inner.error from inner.error.__cause__
+        try:
+            output = await within(agent_loop(state, ctx, max_turns or agent.max_turns), timeout)
+        except DeadlinePassed:
+            raise RunTimeout(
+                f"The run did not finish within its timeout of {timeout:g} s."
+            ) from None
     except asyncio.CancelledError:
         _finish(ctx, state, "cancelled")
         raise
@@ -153,21 +148,6 @@ async def execute(
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     _finish(ctx, state, status, error)
     return build_result(ctx, output, error)
-
-
-class _InnerTimeout(Exception):
-    """Carries a TimeoutError raised inside the run (an HTTP client's) past ``wait_for``,
-    which would otherwise be taken for the run's own timeout."""
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-async def _own_timeouts(coro: Any) -> Any:
-    try:
-        return await coro
-    except asyncio.TimeoutError as exc:
-        raise _InnerTimeout(exc) from None
 
 
 def _finish(

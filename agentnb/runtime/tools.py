@@ -101,7 +101,7 @@ class Tool:
         try:
             validated = self.args_model.model_validate(parsed)
         except ValidationError as exc:
-            return f"Tool error: invalid arguments for {self.name}: {_brief(exc)}. Fix them and call again."
+            return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
         # __pydantic_fields__ is what model_fields returns, without its descriptor's cost
         return {k: getattr(validated, k) for k in type(validated).__pydantic_fields__}
 
@@ -158,7 +158,9 @@ def truncate(text: str, limit: int | None) -> str:
     return f"{text[:limit]}\n[truncated: {len(text) - limit} of {len(text)} characters cut; the limit is {limit}]"
 
 
-def _brief(exc: ValidationError) -> str:
+def brief_errors(exc: ValidationError) -> str:
+    """The first few errors of a validation as one line (``field: message; ...``), for the
+    text a tool call with bad arguments gets back."""
     parts = []
     for err in exc.errors()[:5]:
         where = ".".join(str(p) for p in err["loc"]) or "arguments"
@@ -219,7 +221,7 @@ def function_tool(
         )
     try:
         args_model, context_param = _args_model(fn, tool_name, arg_docs)
-        schema = _clean_schema(args_model.model_json_schema())
+        schema = clean_schema(args_model.model_json_schema())
     except PydanticUserError as exc:  # a type pydantic cannot describe
         first_line = str(exc).splitlines()[0]
         raise UserError(
@@ -319,7 +321,7 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     return hints
 
 
-def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's titles: they repeat the names and are resent on every turn."""
 
     def clean(node: Any) -> Any:

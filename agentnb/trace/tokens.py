@@ -19,9 +19,9 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from ..errors import UserError
+from ..models.canonical import dumps
 from ..models.types import Message, ModelRequest, ModelResponse
 from .history import HistoryTally
-from .sizes import dumps
 
 Encoder = Callable[[str], int]
 
@@ -88,13 +88,13 @@ def _load_tiktoken() -> tuple[Encoder | None, str]:
 
 def message_tokens(message: Message, count: Encoder, method: str) -> int:
     key = (method, _state["generation"])
-    cached = message._tokens
+    cached = message.tokens_cache
     if cached is not None and cached[0] == key:
         return cached[1]
     n = count(message.content or "") if message.content else 0
     for call in message.tool_calls:
         n += count(call.arguments)
-    message._tokens = (key, n)
+    message.tokens_cache = (key, n)
     return n
 
 
@@ -142,7 +142,7 @@ def request_tokens(
     history = tally.tokens.values.get("tokens", 0) if (tally is not None and start) else 0
     for i in range(start, len(messages)):  # only what is new since the tally's last request
         message = messages[i]
-        cached = message._tokens
+        cached = message.tokens_cache
         if cached is not None and cached[0] == key:
             history += cached[1]
         else:

@@ -1,12 +1,12 @@
-"""The span tree as the notebook layer shows it: one walk, shared by the HTML, the text form
-and the trace explorer, so the three always agree on what a node is and what it cost."""
+"""The span tree as agentnb shows it: one walk, shared by the HTML, the text form and the
+notebook's trace explorer, so the three always agree on what a node is and what it cost."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from ..trace.spans import Span
+from .spans import Span
 
 
 @dataclass
@@ -69,7 +69,7 @@ def walk(nodes: Iterable[Node], depth: int = 0) -> Iterator[tuple[int, Node]]:
 
 def seconds(value: float | None) -> str:
     """A duration as ``0.123 s``: always three decimals, so one sanitize rule covers them all
-    (see ``LATENCY_REGEX`` in `agentnb.notebook.display`)."""
+    (see ``LATENCY_REGEX`` in `agentnb.trace.render`)."""
     return "–" if value is None else f"{value:.3f} s"
 
 

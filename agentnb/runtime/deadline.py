@@ -1,0 +1,48 @@
+"""A deadline that cannot be confused with a timeout raised inside the work it bounds.
+
+``asyncio.wait_for`` reports its own deadline as ``TimeoutError``, and so does an HTTP client
+whose request timed out inside the awaited work. The run and `AgentTool` must tell the two
+apart: the first is "the run took too long", the second is a failure of one call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class DeadlinePassed(Exception):
+    """The deadline given to `within` passed before the work finished."""
+
+
+async def within(work: Awaitable[T], seconds: float | None) -> T:
+    """Await ``work``, cancelled after ``seconds`` (None: no deadline).
+
+    Raises `DeadlinePassed` when the deadline passes; a ``TimeoutError`` raised inside
+    ``work`` propagates as itself.
+    """
+    if seconds is None:
+        return await work
+    try:
+        return await asyncio.wait_for(_own_timeouts(work), seconds)
+    except asyncio.TimeoutError:
+        raise DeadlinePassed from None
+    except _InnerTimeout as inner:
+        raise inner.error from inner.error.__cause__
+
+
+class _InnerTimeout(Exception):
+    """Carries a TimeoutError raised inside the work past ``wait_for``."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def _own_timeouts(work: Awaitable[T]) -> T:
+    try:
+        return await work
+    except asyncio.TimeoutError as exc:
+        raise _InnerTimeout(exc) from None
