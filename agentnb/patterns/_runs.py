@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RunTimeout, UserError
 from ..models.types import Message
 from ..runtime.agent import Agent
-from ..runtime.context import Limits, RunContext
+from ..runtime.context import RunContext
+from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.runner import execute, resolve_model, start_context
 from ..trace.spans import CALL_COLUMNS, Trace
@@ -41,41 +42,20 @@ def check_agent(agent: Any, where: str) -> Agent:
 
 
 def check_timeout(timeout: float | None, where: str) -> None:
-    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+    if timeout is not None and (
+        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0
+    ):
         raise UserError(f"{where}(timeout=...) must be positive seconds or None, got {timeout!r}")
 
 
-def prepare(
-    agent: Agent,
-    input: Input,
-    *,
-    t0: float,
-    limits: Limits | None = None,
-    timeout: float | None = None,
-    artifacts: dict[str, str] | None = None,
-    deps: Any = None,
-) -> RunContext:
+def prepare(agent: Agent, input: Input, options: RunOptions, *, t0: float) -> RunContext:
     """A run's context with its trace on the pattern's clock (raises `UserError` on bad arguments)."""
-    return start_context(
-        agent, input, limits=limits, artifacts=artifacts, timeout=timeout, deps=deps, t0=t0
-    )
+    return start_context(agent, input, options, t0=t0)
 
 
-async def run_on_clock(
-    agent: Agent,
-    input: Input,
-    *,
-    t0: float,
-    limits: Limits | None = None,
-    timeout: float | None = None,
-    artifacts: dict[str, str] | None = None,
-    deps: Any = None,
-) -> RunResult:
+async def run_on_clock(agent: Agent, input: Input, options: RunOptions, *, t0: float) -> RunResult:
     """`agentnb.run` with the trace on the pattern's clock."""
-    ctx = prepare(
-        agent, input, t0=t0, limits=limits, timeout=timeout, artifacts=artifacts, deps=deps
-    )
-    return await execute(agent, input, ctx)
+    return await execute(agent, input, prepare(agent, input, options, t0=t0))
 
 
 def status(result: RunResult) -> str:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from ..errors import UserError
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
+from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
@@ -199,9 +200,8 @@ async def judge(
     parts.append(
         f"Choose the best of the {len(items)} candidates (numbered 0 to {len(items) - 1})."
     )
-    result = await _runs.run_on_clock(
-        agent, "\n\n".join(parts), t0=_runs.clock(), limits=limits, timeout=timeout
-    )
+    options = RunOptions(limits=limits, timeout=timeout)
+    result = await _runs.run_on_clock(agent, "\n\n".join(parts), options, t0=_runs.clock())
     table = dict(items)
     if not result.ok:
         return Judgement(

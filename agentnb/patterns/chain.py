@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
+from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
@@ -136,13 +137,12 @@ async def chain(
     """
     stages = _stages(agents)
     _runs.check_timeout(timeout, "chain")
+    options = RunOptions(limits=limits, timeout=timeout, artifacts=artifacts, deps=deps)
     t0 = _runs.clock()
     results: dict[str, RunResult] = {}
     current: _runs.Input = input
     for name, agent in stages.items():
-        result = await _runs.run_on_clock(
-            agent, current, t0=t0, limits=limits, timeout=timeout, artifacts=artifacts, deps=deps
-        )
+        result = await _runs.run_on_clock(agent, current, options, t0=t0)
         results[name] = result
         if not result.ok:
             break

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
+from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.runner import execute
 from ..runtime.tools import to_text
@@ -149,18 +150,10 @@ async def parallel(
         raise UserError(
             f"parallel(max_concurrency=...) must be a positive integer or None, got {max_concurrency!r}"
         )
+    options = RunOptions(limits=limits, timeout=timeout, artifacts=artifacts, deps=deps)
     t0 = _runs.clock()
     contexts = {  # every argument checked before any branch starts
-        name: _runs.prepare(
-            agent,
-            inputs[name],
-            t0=t0,
-            limits=limits,
-            timeout=timeout,
-            artifacts=artifacts,
-            deps=deps,
-        )
-        for name, agent in branches.items()
+        name: _runs.prepare(agent, inputs[name], options, t0=t0) for name, agent in branches.items()
     }
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 

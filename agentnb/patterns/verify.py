@@ -21,6 +21,7 @@ from ..errors import UserError
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
+from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
@@ -203,20 +204,17 @@ async def verify_loop(
             f"verify_loop(max_rounds=...) must be a positive integer, got {max_rounds!r}"
         )
     checker = _with_verification_type(verifier)
+    options = RunOptions(limits=limits, timeout=timeout)
     t0 = _runs.clock()
     rounds: list[Round] = []
     conversation: _runs.Input = task
     for n in range(1, max_rounds + 1):
-        written = await _runs.run_on_clock(
-            writer, conversation, t0=t0, limits=limits, timeout=timeout
-        )
+        written = await _runs.run_on_clock(writer, conversation, options, t0=t0)
         if not written.ok:
             rounds.append(Round(n, "", None, [], written))
             return VerifyResult(task, rounds, max_rounds, f"the writer {_runs.reason(written)}")
         draft = to_text(written.output)
-        checked = await _runs.run_on_clock(
-            checker, verifier_input(task, draft), t0=t0, limits=limits, timeout=timeout
-        )
+        checked = await _runs.run_on_clock(checker, verifier_input(task, draft), options, t0=t0)
         if not checked.ok:
             rounds.append(Round(n, draft, None, [], written, checked))
             return VerifyResult(task, rounds, max_rounds, f"the verifier {_runs.reason(checked)}")

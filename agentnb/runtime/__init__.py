@@ -5,6 +5,7 @@ from .agent import Agent
 from .agent_tool import AgentTool
 from .context import Limits, RunContext
 from .handoffs import Handoff, HandoffConfig
+from .options import RunOptions
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
 from .runner import run
@@ -19,6 +20,7 @@ __all__ = [
     "Limits",
     "PromptSection",
     "RunContext",
+    "RunOptions",
     "RunResult",
     "Tool",
     "ToolCallContext",

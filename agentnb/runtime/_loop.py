@@ -49,13 +49,13 @@ def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:
     (``ok=False``, error `RunCancelled`) is returned instead of raising.
     """
     from .agent import Agent
+    from .options import RunOptions
     from .runner import build_result, execute, start_context
 
     ctx = None
     if isinstance(target, Agent):
-        max_turns = kwargs.pop("max_turns", None)
-        ctx = start_context(target, input, **kwargs)
-        coro: Awaitable[Any] = execute(target, input, ctx, max_turns=max_turns)
+        ctx = start_context(target, input, RunOptions.of(**kwargs))
+        coro: Awaitable[Any] = execute(target, input, ctx)
     elif inspect.isawaitable(target):
         if input is not None or kwargs:
             if inspect.iscoroutine(target):

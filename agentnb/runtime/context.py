@@ -11,7 +11,7 @@ from ..models.types import Usage
 from ..trace.spans import Trace
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from .options import RunOptions
     from .state import AgentRun
 
 
@@ -64,51 +64,32 @@ class RunContext:
     approver: Any = None
     deps: Any = None
     """Whatever the caller passed as ``run(..., deps=...)``; tools reach it through their context."""
+    max_turns: int | None = None
+    """The root agent's turn limit for this run (None: the agent's own ``max_turns``)."""
     model_calls: int = 0
     usage: Usage = field(default_factory=Usage)
-    tokens_used: int = 0
-    tokens_method: str = "unavailable"
     active: list[AgentRun] = field(default_factory=list)
     """Agents running now (several when sub-agents run in parallel)."""
     root: AgentRun | None = None
 
     @classmethod
-    def create(
-        cls,
-        *,
-        limits: Limits | None = None,
-        artifacts: dict[str, str] | None = None,
-        run_id: str | None = None,
-        approver: Any = None,
-        deps: Any = None,
-        t0: float | None = None,
-    ) -> RunContext:
-        """``t0``: a shared clock origin (``perf_counter``) for runs a pattern starts together."""
-        run_id = run_id or os.urandom(6).hex()  # 12 random hex digits; uuid4 costs 4x more
-        if approver is not None and not callable(approver):
-            raise UserError(
-                f"approver must be a function pending -> agentnb.Approval (sync or async), got "
-                f"{type(approver).__name__}; agentnb.approve_all / reject_all suit tests."
-            )
-        if artifacts is not None:
-            if not isinstance(artifacts, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in artifacts.items()
-            ):
-                raise UserError(
-                    "artifacts must be a dict of handle -> text, e.g. {'clause': CLAUSE}"
-                )
-            if "input" in artifacts:
-                raise UserError(
-                    "The artifact handle 'input' is reserved for the run's input; choose another."
-                )
-        return cls(
-            run_id, limits or _NO_LIMITS, Trace(run_id, t0), dict(artifacts or {}), approver, deps
+    def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:
+        """A run's context from its checked options. ``t0``: a shared clock origin
+        (``perf_counter``) for runs a pattern starts together."""
+        run_id = options.run_id or os.urandom(6).hex()  # 12 random hex digits
+        ctx = cls(
+            run_id,
+            options.run_limits or _NO_LIMITS,
+            Trace(run_id, t0),
+            dict(options.artifacts or {}),
+            options.approver,
+            options.deps,
+            max_turns=options.max_turns,
         )
+        ctx.trace.listeners.extend(options.listeners)  # live widgets: see `notebook.RunMonitor`
+        return ctx
 
     @property
     def depth(self) -> int:
         """The depth of the deepest agent running now (0 when only the root runs, or none)."""
         return max((a.depth for a in self.active), default=0)
-
-    def on_path(self, agent: Agent, caller: AgentRun) -> bool:
-        return any(a is agent for a in caller.lineage)

@@ -31,8 +31,11 @@ from ..trace.spans import Listener, Span
 from ..trace.tokens import request_tokens, response_tokens
 from ._tasks import run_concurrently
 from .agent import Agent
+from .approval import Approver
 from .context import Limits, RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
+from .options import DEFAULT as DEFAULT_OPTIONS
+from .options import RunOptions
 from .prompt import section_sizes
 from .result import RunResult
 from .state import AgentRun
@@ -48,7 +51,7 @@ async def run(
     artifacts: dict[str, str] | None = None,
     max_turns: int | None = None,
     timeout: float | None = None,
-    approver: Any = None,
+    approver: Approver | None = None,
     deps: Any = None,
     run_id: str | None = None,
     listeners: Sequence[Listener] = (),
@@ -57,37 +60,32 @@ async def run(
 
     ``artifacts`` are documents the agents can hand to sub-agents by handle (the input itself
     is the handle ``"input"``). ``timeout`` and ``max_turns`` are shortcuts for the run's
-    wall-clock limit and the root agent's turn limit. ``listeners`` are called as
-    ``listener(event, span)`` when any span starts or ends (live widgets use them).
+    wall-clock limit and the root agent's turn limit. ``approver`` decides calls that need
+    approval; ``deps`` is whatever the tools need. ``listeners`` are called as
+    ``listener(event, span)`` when any span starts or ends (live widgets use them). Every
+    option is described on `RunOptions`; a bad one raises `UserError` before the run starts.
     """
-    ctx = start_context(
-        agent,
-        input,
+    options = RunOptions(
         limits=limits,
         artifacts=artifacts,
+        max_turns=max_turns,
         timeout=timeout,
         approver=approver,
         deps=deps,
         run_id=run_id,
         listeners=listeners,
     )
-    return await execute(agent, input, ctx, max_turns=max_turns)
+    return await execute(agent, input, start_context(agent, input, options))
 
 
 def start_context(
     agent: Agent,
     input: str | list[Message],
+    options: RunOptions = DEFAULT_OPTIONS,
     *,
-    limits: Limits | None = None,
-    artifacts: dict[str, str] | None = None,
-    timeout: float | None = None,
-    approver: Any = None,
-    deps: Any = None,
-    run_id: str | None = None,
-    listeners: Sequence[Listener] = (),
     t0: float | None = None,
 ) -> RunContext:
-    """Check the arguments of a run and build its context (raises `UserError`).
+    """Check the agent and input of a run and build its context (raises `UserError`).
 
     ``t0`` puts the run's trace on a clock shared with other runs (patterns use it)."""
     if not isinstance(agent, Agent):
@@ -96,29 +94,16 @@ def start_context(
         raise UserError(
             f"The input must be text (or a list of Message), got {type(input).__name__}"
         )
-    if limits is not None and not isinstance(limits, Limits):
-        raise UserError("limits must be agentnb.Limits(...)")
-    if timeout is not None:
-        from dataclasses import replace
-
-        limits = replace(limits or Limits(), timeout=timeout)
+    if not isinstance(options, RunOptions):
+        raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     resolve_model(agent)
-    ctx = RunContext.create(
-        limits=limits, artifacts=artifacts, run_id=run_id, approver=approver, deps=deps, t0=t0
-    )
+    ctx = RunContext.create(options, t0=t0)
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
-    ctx.trace.listeners.extend(listeners)  # live widgets: see `agentnb.notebook.RunMonitor`
     return ctx
 
 
-async def execute(
-    agent: Agent, input: str | list[Message], ctx: RunContext, *, max_turns: int | None = None
-) -> RunResult:
-    """Run the root agent in a prepared context; see `run`."""
-    if max_turns is not None and (
-        not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1
-    ):
-        raise UserError(f"max_turns must be a positive integer, got {max_turns!r}")
+async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
+    """Run the root agent in a context from `start_context`; see `run`."""
     trace = ctx.trace
     root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
     messages = _initial_messages(input, ctx)
@@ -133,7 +118,8 @@ async def execute(
     try:
         timeout = ctx.limits.timeout
         try:
-            output = await within(agent_loop(state, ctx, max_turns or agent.max_turns), timeout)
+            turns = ctx.max_turns or agent.max_turns
+            output = await within(agent_loop(state, ctx, turns), timeout)
         except DeadlinePassed:
             raise RunTimeout(
                 f"The run did not finish within its timeout of {timeout:g} s."

@@ -1,0 +1,102 @@
+"""`RunOptions`: the keyword options of a run, checked once, carried as one value.
+
+`agentnb.run`, `run_sync` and the patterns take the same keywords; each builds one
+`RunOptions`, whose construction checks every option (a mistake raises `UserError` before
+anything starts), and hands it on to `start_context`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from ..errors import UserError
+from ..trace.spans import Listener
+from .context import Limits
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    """How to run: limits, documents, the approver and other keyword options of `agentnb.run`."""
+
+    limits: Limits | None = None
+    """Limits for the whole run, sub-agents included (None: the defaults of `Limits`)."""
+    artifacts: Mapping[str, str] | None = None
+    """Documents the agents can hand to sub-agents by handle (``"input"`` is reserved)."""
+    max_turns: int | None = None
+    """The root agent's turn limit (None: the agent's own ``max_turns``)."""
+    timeout: float | None = None
+    """Wall-clock seconds for the run; a shortcut for ``Limits(timeout=...)``."""
+    approver: Any = None
+    """``fn(pending) -> Approval`` (sync or async) for calls that need approval."""
+    deps: Any = None
+    """Anything the tools need, reached as ``ctx.run.deps`` in a tool."""
+    run_id: str | None = None
+    """The run's id (None: 12 random hex digits)."""
+    listeners: Sequence[Listener] = ()
+    """Called as ``listener(event, span)`` when any span starts or ends (live widgets)."""
+
+    def __post_init__(self) -> None:
+        if self.limits is not None and not isinstance(self.limits, Limits):
+            raise UserError(f"limits must be agentnb.Limits(...), got {type(self.limits).__name__}")
+        if self.max_turns is not None and (not _is_int(self.max_turns) or self.max_turns < 1):
+            raise UserError(f"max_turns must be a positive integer, got {self.max_turns!r}")
+        if self.timeout is not None and (not _is_number(self.timeout) or not self.timeout > 0):
+            raise UserError(f"timeout must be positive seconds or None, got {self.timeout!r}")
+        if self.approver is not None and not callable(self.approver):
+            raise UserError(
+                f"approver must be a function pending -> agentnb.Approval (sync or async), got "
+                f"{type(self.approver).__name__}; agentnb.approve_all / reject_all suit tests."
+            )
+        artifacts = self.artifacts
+        if artifacts is not None:
+            if not isinstance(artifacts, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in artifacts.items()
+            ):
+                raise UserError(
+                    "artifacts must be a dict of handle -> text, e.g. {'clause': CLAUSE}"
+                )
+            if "input" in artifacts:
+                raise UserError(
+                    "The artifact handle 'input' is reserved for the run's input; choose another."
+                )
+        if self.run_id is not None and (type(self.run_id) is not str or not self.run_id):
+            raise UserError(f"run_id must be a non-empty string or None, got {self.run_id!r}")
+        if isinstance(self.listeners, (str, bytes)) or not all(callable(f) for f in self.listeners):
+            raise UserError(
+                "listeners must be a list of functions listener(event, span), "
+                f"got {self.listeners!r}"
+            )
+
+    @classmethod
+    def of(cls, **options: Any) -> RunOptions:
+        """Options from keywords, with a `UserError` naming any keyword a run does not take."""
+        unknown = sorted(set(options) - KEYWORDS)
+        if unknown:
+            raise UserError(
+                f"Unknown run option(s) {', '.join(unknown)}; a run takes {', '.join(sorted(KEYWORDS))}."
+            )
+        return cls(**options)
+
+    @property
+    def run_limits(self) -> Limits | None:
+        """``limits`` with ``timeout`` applied (None when neither is set)."""
+        if self.timeout is None:
+            return self.limits
+        return replace(self.limits or Limits(), timeout=self.timeout)
+
+
+KEYWORDS = frozenset(f.name for f in fields(RunOptions))
+"""The keyword options a run takes."""
+
+DEFAULT = RunOptions()
+"""No options: every default."""
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
