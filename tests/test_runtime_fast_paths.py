@@ -13,15 +13,17 @@ import random
 from agentnb import Agent, ScriptedModel
 from agentnb.models.types import Usage
 from agentnb.runtime.agent_tool import SubAgentInput
-from agentnb.runtime.runner import add_call
 from agentnb.runtime.tools import function_tool, result_text, to_text, truncate
 
 
-def test_adding_a_call_to_a_usage_is_the_plain_sum():
+def test_adding_a_usage_in_place_is_the_plain_sum():
     tokens = (None, 0, 7)
     for a, b, c, d in itertools.product(tokens, repeat=4):
         total, provider = Usage(a, b, 3), Usage(c, d, 5)
-        assert add_call(total, provider) == total + Usage(c, d, 1)
+        expected = total + Usage(c, d, 1)
+        total.add(provider, requests=1)
+        assert total == expected
+        assert provider == Usage(c, d, 5)  # the added one is left as it was
 
 
 JSONISH = ['"', "\\", ",", "}", "]", "[", " ", "\n", "\t", "NaN", "\\ud800", "\ufeff", "0", "x", ""]

@@ -260,3 +260,54 @@ def test_the_worked_example_in_the_docs_matches_the_code():
         str(int(row[c])) for c in ["chars_in", *(f"chars_in_{c}" for c in COMPONENTS)]
     )
     assert f"| {numbers} |" in doc
+
+
+def test_a_call_row_cannot_leave_a_field_out():
+    from agentnb.trace.calls import CALL_COLUMNS, CallRow
+
+    values = dict.fromkeys(CALL_COLUMNS, 0)
+    CallRow(**values)
+    for column in CALL_COLUMNS:
+        with pytest.raises(TypeError, match=column):
+            CallRow(**{c: v for c, v in values.items() if c != column})
+
+
+def test_every_column_of_a_run_s_calls_is_filled():
+    from agentnb import Agent, ScriptedModel, run_sync, say, tool_call
+    from agentnb.trace.calls import CALL_COLUMNS
+
+    def look(q: str) -> str:
+        """Look something up."""
+        return "found"
+
+    model = ScriptedModel([tool_call("look", q="x"), say("hi")])
+    result = run_sync(Agent("a", "Answer.", model=model, tools=[look]), "q")
+    assert len(result.trace.call_rows) == 2
+    assert all(list(r.as_dict()) == list(CALL_COLUMNS) for r in result.trace.call_rows)
+    nullable = {
+        "ended",
+        "parent_id",
+        "tokens_in",
+        "tokens_out",
+        "provider_tokens_in",
+        "provider_tokens_out",
+    }
+    for row in result.trace.call_rows:
+        assert all(getattr(row, c) is not None for c in CALL_COLUMNS if c not in nullable)
+    assert list(result.calls.columns) == list(CALL_COLUMNS)
+
+
+def test_a_call_row_holds_the_call_s_span_and_sizes_in_their_fields():
+    from agentnb import Agent, ScriptedModel, run_sync, say
+
+    model = ScriptedModel([say("hello")])
+    result = run_sync(Agent("a", "Answer.", model=model), "q")
+    (row,) = result.trace.call_rows
+    span = next(s for s in result.trace.spans if s.kind == "model_call")
+    sizes = request_sizes(model.requests[0])
+    assert (row.run_id, row.span_id, row.parent_id) == (result.run_id, span.span_id, span.parent_id)
+    assert (row.agent, row.model, row.path, row.depth, row.turn) == ("a", span.name, "a", 0, 1)
+    assert (row.started, row.ended, row.wait_s, row.retries) == (span.started, span.ended, 0.0, 0)
+    assert row.chars_in == sizes["total"] == len(canonical_request(model.requests[0]))
+    assert [getattr(row, f"chars_in_{c}") for c in COMPONENTS] == [sizes[c] for c in COMPONENTS]
+    assert (row.chars_out, row.tool_calls, row.stop_reason, row.status) == (5, 0, "stop", "ok")

@@ -13,6 +13,7 @@ import random
 import pandas as pd
 
 from agentnb.models.types import Message, ModelRequest, OutputSchema, ToolCall, ToolSpec
+from agentnb.trace.calls import CALL_COLUMNS, CallRow
 from agentnb.trace.history import HistoryTally
 from agentnb.trace.sizes import (
     COMPONENTS,
@@ -22,7 +23,7 @@ from agentnb.trace.sizes import (
     message_size,
     request_sizes,
 )
-from agentnb.trace.spans import CALL_COLUMNS, Span, Trace
+from agentnb.trace.spans import Span, Trace
 
 ALPHABET = 'ab "\\\n\t\u00e9\u2028\U0001f600\x00\x1f/{}:,'
 
@@ -140,34 +141,23 @@ def test_closing_a_subtree_matches_the_long_way_on_random_traces():
         assert ended == expected
 
 
-def _reference_frame(rows: list[dict]) -> pd.DataFrame:
-    """The plain definition: rows in start order, a column per name, None where missing."""
-    ordered = sorted(rows, key=lambda r: r.get("started") or 0.0)
-    return pd.DataFrame(
-        {c: [r.get(c) for r in ordered] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS)
-    )
+def _row(rnd: random.Random, i: int) -> CallRow:
+    values = {c: rnd.randint(0, 9) for c in CALL_COLUMNS}
+    values.update(run_id="r", span_id=f"s{i}", path=rnd.choice(["c", "c/a"]), status="ok")
+    values["started"] = rnd.choice([0.5, 0.25, 1.0, 0.0]) + i * 1e-9 * rnd.randint(0, 1)
+    values["tokens_in"] = rnd.choice([None, 3])
+    return CallRow(**values)
 
 
-def _rows(rnd: random.Random, n: int) -> list[dict]:
-    rows = []
-    for i in range(n):
-        row = {c: rnd.randint(0, 9) for c in CALL_COLUMNS}
-        row.update(run_id="r", span_id=f"s{i}", path=rnd.choice(["c", "c/a"]), status="ok")
-        row["started"] = rnd.choice([0.5, 0.25, 1.0, 0.0]) + i * 1e-9 * rnd.randint(0, 1)
-        rows.append(row)
-    return rows
-
-
-def test_the_calls_frame_matches_its_plain_definition():
+def test_the_calls_frame_is_the_rows_in_start_order():
     rnd = random.Random(3)
     trace = Trace("r")
-    assert trace.calls_frame().equals(_reference_frame([]))
-    trace.call_rows = _rows(rnd, 200)
+    assert list(trace.calls_frame().columns) == list(CALL_COLUMNS)
+    trace.call_rows = [_row(rnd, i) for i in range(200)]
+    ordered = sorted(trace.call_rows, key=lambda r: r.started)
+    expected = pd.DataFrame(
+        {c: [getattr(r, c) for r in ordered] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS)
+    )
     frame = trace.calls_frame()
-    assert frame.equals(_reference_frame(trace.call_rows))
-    assert list(frame.dtypes) == list(_reference_frame(trace.call_rows).dtypes)
-    # rows missing columns (even their start time) still give the same frame
-    trace.call_rows[3].pop("tokens_in")
-    trace.call_rows[7]["started"] = None
-    trace.call_rows[9].pop("started")
-    assert trace.calls_frame().equals(_reference_frame(trace.call_rows))
+    assert frame.equals(expected)
+    assert list(frame.dtypes) == list(expected.dtypes)

@@ -126,12 +126,12 @@ def _from_trace(result: Any, tool: str | None) -> list[dict[str, Any]]:
     records = []
     for number, span in enumerate(calls, start=1):
         below = f"{span.path}/{tool}"
-        writer = [r for r in rows if r["path"] == span.path and r["turn"] == span.attrs.get("turn")]
+        writer = [r for r in rows if r.path == span.path and r.turn == span.attrs.get("turn")]
         verifier = [
             r
             for r in rows
-            if (r["path"] == below or r["path"].startswith(below + "/"))
-            and span.started <= r["started"] <= (span.ended or r["started"])
+            if (r.path == below or r.path.startswith(below + "/"))
+            and span.started <= r.started <= (span.ended or r.started)
         ]
         call_id = span.attrs.get("call_id")
         verdict = _parse(answers.get(call_id))
@@ -143,9 +143,9 @@ def _from_trace(result: Any, tool: str | None) -> list[dict[str, Any]]:
                 "outcome": verdict.get("outcome"),
                 "problems": problems,
                 "n_problems": len(problems),
-                "chars_writer": sum(r["chars_in"] for r in writer),
-                "chars_verifier": sum(r["chars_in"] for r in verifier),
-                "chars_in": sum(r["chars_in"] for r in writer + verifier),
+                "chars_writer": sum(r.chars_in for r in writer),
+                "chars_verifier": sum(r.chars_in for r in verifier),
+                "chars_in": sum(r.chars_in for r in writer + verifier),
                 "draft": draft.get("input") if draft else None,
             }
         )

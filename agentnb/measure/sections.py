@@ -42,15 +42,13 @@ def section_costs(result: Any, *, by: Literal["agent", "section"] = "agent") -> 
     sections = {s.span_id: s.attrs.get("prompt_sections") for s in trace.spans if s.kind == "agent"}
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for call in trace.call_rows:
-        if result.path is not None and not _under(call["path"], result.path):
+        if result.path is not None and not _under(call.path, result.path):
             continue
         parts: dict[str, int] = {}
-        for label, chars in sections.get(call["parent_id"]) or (
-            (WHOLE_PROMPT, call["chars_in_system"]),
-        ):
+        for label, chars in sections.get(call.parent_id) or ((WHOLE_PROMPT, call.chars_in_system),):
             parts[label] = parts.get(label, 0) + chars  # two sections may share a heading
         for label, chars in parts.items():
-            key = (call["agent"], call["path"], label)
+            key = (call.agent, call.path, label)
             row = rows.get(key)
             if row is None:
                 row = rows[key] = {

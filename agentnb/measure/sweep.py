@@ -184,7 +184,9 @@ def result_rows(result: Any) -> tuple[list[dict[str, Any]], bool, str | None]:
         return rows, all(p[1] for p in parts), "; ".join(errors) or None
     trace = getattr(result, "trace", None)
     if trace is not None and getattr(result, "path", None) is None and hasattr(trace, "call_rows"):
-        rows = [dict(r) for r in trace.call_rows]  # the same rows as result.calls, without a frame
+        rows = [
+            r.as_dict() for r in trace.call_rows
+        ]  # the same rows as result.calls, without a frame
     elif hasattr(result, "calls"):
         rows = result.calls.to_dict("records")
     else:

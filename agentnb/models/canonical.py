@@ -23,16 +23,37 @@ wire format, so their quotes are escaped and counted.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from .types import Message, ModelRequest, OutputSchema, ToolSpec
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-# One encoder shared by every call: ``json.dumps`` with options builds a new one each time.
+
+
+def _not_json(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# `JSONEncoder.encode` makes a new C encoder on every call; every request measures each new
+# message, so the encoder with the canonical options is made once (the pure-Python encoder
+# where the C one is missing).
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER = (
+    _make_encoder(
+        None, _not_json, json.encoder.encode_basestring, None, ":", ",", False, False, True
+    )
+    if _make_encoder is not None
+    else None
+)
 
 
 def dumps(value: object) -> str:
     """``value`` as canonical JSON text (compact, non-ASCII kept, keys in insertion order)."""
-    return _ENCODER.encode(value)
+    if type(value) is str:
+        return json.encoder.encode_basestring(value)
+    if _C_ENCODER is None:
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODER(value, 0))
 
 
 def message_payload(message: Message) -> dict[str, object]:

@@ -122,14 +122,19 @@ class Usage:
     output_tokens: int | None = None
     requests: int = 0
 
+    def add(self, other: Usage, *, requests: int | None = None) -> None:
+        """Add ``other`` to this usage in place; ``requests`` (when given) is counted instead
+        of ``other.requests`` (the run loop adds a provider's usage as one request)."""
+        self.input_tokens = _add(self.input_tokens, other.input_tokens)
+        self.output_tokens = _add(self.output_tokens, other.output_tokens)
+        self.requests += other.requests if requests is None else requests
+
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        return Usage(
-            _add(self.input_tokens, other.input_tokens),
-            _add(self.output_tokens, other.output_tokens),
-            self.requests + other.requests,
-        )
+        total = Usage(self.input_tokens, self.output_tokens, self.requests)
+        total.add(other)
+        return total
 
     def __radd__(self, other: object) -> Usage:
         # ``sum(usages)`` starts from 0

@@ -37,7 +37,7 @@ class TraceExplorer(widgets.HBox):
         trace: Trace = result.trace if not isinstance(result, Trace) else result
         self.trace = trace
         self.nodes: dict[str, Node] = {}
-        self.rows = {r["span_id"]: r for r in trace.call_rows}
+        self.rows = {r.span_id: r for r in trace.call_rows}
         options: list[tuple[str, str]] = []
         for depth, node in walk(build(trace.spans)):
             self.nodes[node.span.span_id] = node
@@ -89,22 +89,22 @@ class TraceExplorer(widgets.HBox):
         )
         if rows:
             facts.append(("model calls", count(len(rows))))
-            sizes = [(label, sum(int(r.get(key) or 0) for r in rows)) for label, key in SIZE_PARTS]
-            total = sum(int(r.get("chars_in") or 0) for r in rows)
+            sizes = [(label, sum(getattr(r, key) for r in rows)) for label, key in SIZE_PARTS]
+            total = sum(r.chars_in for r in rows)
             facts += [("chars sent", count(total))]
             facts += [(f"· {label}", f"{count(v)} ({_share(v, total)})") for label, v in sizes]
             facts += [
-                ("chars received", count(sum(int(r.get("chars_out") or 0) for r in rows))),
+                ("chars received", count(sum(r.chars_out for r in rows))),
                 ("tokens in / out", f"{count(node.tokens_in)} / {count(node.tokens_out)}"),
                 (
                     "tokens counted with",
-                    ", ".join(sorted({str(r.get("tokens_method")) for r in rows})),
+                    ", ".join(sorted({str(r.tokens_method) for r in rows})),
                 ),
             ]
             if row is not None:
                 facts += [
-                    ("waited in queue", seconds(row.get("wait_s"))),
-                    ("retries", count(row.get("retries"))),
+                    ("waited in queue", seconds(row.wait_s)),
+                    ("retries", count(row.retries)),
                 ]
         cells = "".join(
             f"<tr><td>{html.escape(k)}</td><td style='text-align:right'>{html.escape(str(v))}</td></tr>"

@@ -93,7 +93,7 @@ def combine_calls(parts: Mapping[Any, RunResult], column: str | tuple[str, ...])
     rows = []
     for key, result in parts.items():
         values = dict(zip(keys, (key,) if isinstance(column, str) else key))
-        rows += [{**values, **row} for row in result.trace.call_rows]
+        rows += [{**values, **row.as_dict()} for row in result.trace.call_rows]
     columns = [*keys, *CALL_COLUMNS]
     return pd.DataFrame({c: [r.get(c) for r in rows] for c in columns}, columns=columns)
 

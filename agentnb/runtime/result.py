@@ -75,7 +75,7 @@ class RunResult:
     @property
     def chars_in(self) -> int:
         """Characters sent over the whole run (see `agentnb.trace.sizes` for the rule)."""
-        return sum(r["chars_in"] for r in self.trace.call_rows)
+        return sum(r.chars_in for r in self.trace.call_rows)
 
     @property
     def model_calls(self) -> int:

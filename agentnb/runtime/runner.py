@@ -26,9 +26,8 @@ from ..errors import (
 )
 from ..models.base import ModelClient
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
-from ..trace.sizes import request_sizes, response_chars
+from ..trace.calls import CallRow
 from ..trace.spans import Listener, Span
-from ..trace.tokens import request_tokens, response_tokens
 from ._tasks import run_concurrently
 from .agent import Agent
 from .approval import Approver
@@ -356,14 +355,14 @@ async def call_model(
         response = await model.request(request)
     except asyncio.CancelledError:
         trace.end(span, "cancelled")
-        _record(ctx, state, request, None, span, turn, "cancelled")
+        _record(ctx, state, request, None, span, "cancelled")
         raise
     except BaseException as exc:
         trace.end(span, "error")
-        _record(ctx, state, request, None, span, turn, "error", getattr(exc, "events", None))
+        _record(ctx, state, request, None, span, "error", getattr(exc, "events", None))
         raise
     trace.end(span, "ok")
-    _record(ctx, state, request, response, span, turn, "ok")
+    _record(ctx, state, request, response, span, "ok")
     return response
 
 
@@ -373,63 +372,22 @@ def _record(
     request: ModelRequest,
     response: ModelResponse | None,
     span: Span,
-    turn: int,
     status: str,
     failed_events: list[dict[str, Any]] | None = None,
 ) -> None:
-    sizes = request_sizes(request, state.tally)
-    tokens_in, method = request_tokens(request, state.tally)
-    tokens_out = (
-        response_tokens(response) if (response is not None and tokens_in is not None) else None
-    )
-    provider = response.usage if response is not None else _NO_USAGE
-    if tokens_in is None and provider.input_tokens is not None:
-        tokens_in, tokens_out, method = provider.input_tokens, provider.output_tokens, "provider"
-    chars_out = response_chars(response) if response is not None else 0
+    """Add the call's row to the trace, its sizes to its span, its usage to the run."""
     events = response.events if response is not None else (failed_events or [])
-    wait = retries = 0
-    if events:  # most calls have none: skip building two generators for nothing
-        wait = sum(e.get("seconds", 0.0) for e in events if e.get("event") == "queue_wait")
-        retries = sum(1 for e in events if e.get("event") == "retry")
-    latency = (span.ended or 0.0) - span.started
-    row = {
-        "run_id": ctx.run_id,
-        "span_id": span.span_id,
-        "parent_id": span.parent_id,
-        "agent": state.agent.name,
-        "model": span.name,
-        "path": state.path,
-        "depth": state.depth,
-        "turn": turn,
-        "started": span.started,
-        "ended": span.ended,
-        "latency_s": latency - wait,
-        "wait_s": wait,
-        "chars_in": sizes["total"],
-        "chars_in_system": sizes["system"],
-        "chars_in_tools": sizes["tools"],
-        "chars_in_user": sizes["user"],
-        "chars_in_assistant": sizes["assistant"],
-        "chars_in_tool_args": sizes["tool_args"],
-        "chars_in_tool_results": sizes["tool_results"],
-        "chars_in_framing": sizes["framing"],
-        "chars_out": chars_out,
-        "tokens_in": tokens_in,
-        "tokens_out": tokens_out,
-        "tokens_method": method,
-        "provider_tokens_in": provider.input_tokens,
-        "provider_tokens_out": provider.output_tokens,
-        "tool_calls": len(response.tool_calls) if response is not None else 0,
-        "stop_reason": response.stop_reason if response is not None else "error",
-        "retries": retries,
-        "status": status,
-    }
+    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events)
     ctx.trace.call_rows.append(row)
     attrs = span.attrs
-    attrs["chars_in"], attrs["chars_out"] = sizes["total"], chars_out
-    attrs["tokens_in"], attrs["tokens_out"], attrs["retries"] = tokens_in, tokens_out, retries
+    attrs["chars_in"], attrs["chars_out"] = row.chars_in, row.chars_out
+    attrs["tokens_in"], attrs["tokens_out"], attrs["retries"] = (
+        row.tokens_in,
+        row.tokens_out,
+        row.retries,
+    )
     if events:
-        span.attrs["events"] = events
+        attrs["events"] = events
         for event in events:  # an adapter's retries and fallbacks show in the log lines too
             if event.get("event") in ("retry", "structured_fallback"):
                 ctx.trace.log(
@@ -441,50 +399,25 @@ def _record(
                 )
     if response is None:
         return
-    ctx.usage = add_call(ctx.usage, provider)
-    state.usage = add_call(state.usage, provider)
-    state.chars_in += sizes["total"]
+    ctx.usage.add(response.usage, requests=1)
+    state.usage.add(response.usage, requests=1)
+    state.chars_in += row.chars_in
     if state.budgets:
-        _charge(state, provider, tokens_in, tokens_out, method, sizes["total"], chars_out)
+        _charge(state, response.usage, row)
 
 
-_NO_USAGE = Usage()  # what a failed call reports; never changed (usages are added, not updated)
-
-
-def add_call(total: Usage, provider: Usage) -> Usage:
-    """``total + Usage(provider.input_tokens, provider.output_tokens, 1)``: one model call added.
-
-    Written out because it runs twice per model call: a call now builds two `Usage` objects
-    where a shared ``used`` one and two sums built three. A test checks it against the ``+``.
-    """
-    tokens_in, tokens_out = provider.input_tokens, provider.output_tokens
-    return Usage(
-        total.input_tokens if tokens_in is None else (total.input_tokens or 0) + tokens_in,
-        total.output_tokens if tokens_out is None else (total.output_tokens or 0) + tokens_out,
-        total.requests + 1,
-    )
-
-
-def _charge(
-    state: AgentRun,
-    provider: Usage,
-    tokens_in: int | None,
-    tokens_out: int | None,
-    method: str,
-    chars_in: int,
-    chars_out: int,
-) -> None:
+def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
     """Count a call against every token budget in force, with the best count available."""
     if provider.input_tokens is not None:
         spent, how = (
             provider.input_tokens + (provider.output_tokens or 0),
             "provider-reported usage",
         )
-    elif tokens_in is not None:
-        spent, how = tokens_in + (tokens_out or 0), method
+    elif row.tokens_in is not None:
+        spent, how = row.tokens_in + (row.tokens_out or 0), row.tokens_method
     else:
         spent, how = (
-            math.ceil((chars_in + chars_out) / 4),
+            math.ceil((row.chars_in + row.chars_out) / 4),
             "an estimate of characters/4 (no tokenizer available)",
         )
     for budget in state.budgets:

@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .calls import CallRow
 from .span_tree import Node, build, count, describe, plural, seconds, walk
 from .spans import Span
 
@@ -184,23 +185,21 @@ _COST_COLUMNS = ("agent", "model calls", "chars in", "chars out", "tokens in", "
 
 
 def cost_rows(
-    rows: Sequence[dict[str, Any]],
+    rows: Sequence[CallRow],
 ) -> list[tuple[str, int, int, int, int | None, int | None]]:
     """Per agent path (in order of first call) and in total: calls, characters and tokens."""
-    by_path: dict[str, list[dict[str, Any]]] = {}
-    for row in sorted(rows, key=lambda r: r.get("started") or 0.0):
-        by_path.setdefault(str(row.get("path")), []).append(row)
+    by_path: dict[str, list[CallRow]] = {}
+    for row in sorted(rows, key=lambda r: r.started):
+        by_path.setdefault(str(row.path), []).append(row)
     table = [_sum(path, group) for path, group in by_path.items()]
     if len(table) != 1:
         table.append(_sum("total", list(rows)))
     return table
 
 
-def _sum(
-    label: str, rows: list[dict[str, Any]]
-) -> tuple[str, int, int, int, int | None, int | None]:
+def _sum(label: str, rows: list[CallRow]) -> tuple[str, int, int, int, int | None, int | None]:
     def tokens(key: str) -> int | None:
-        values = [r.get(key) for r in rows]
+        values = [getattr(r, key) for r in rows]
         return (
             sum(v for v in values if isinstance(v, int))
             if any(isinstance(v, int) for v in values)
@@ -210,27 +209,27 @@ def _sum(
     return (
         label,
         len(rows),
-        sum(int(r.get("chars_in") or 0) for r in rows),
-        sum(int(r.get("chars_out") or 0) for r in rows),
+        sum(r.chars_in for r in rows),
+        sum(r.chars_out for r in rows),
         tokens("tokens_in"),
         tokens("tokens_out"),
     )
 
 
-def _tokens_note(rows: Sequence[dict[str, Any]]) -> str:
-    methods = sorted({str(r.get("tokens_method")) for r in rows if r.get("tokens_method")})
+def _tokens_note(rows: Sequence[CallRow]) -> str:
+    methods = sorted({str(r.tokens_method) for r in rows if r.tokens_method})
     if not methods or methods == ["unavailable"]:
         return "Tokens not counted: no tokenizer is available (characters are exact)."
-    provider = [r for r in rows if isinstance(r.get("provider_tokens_in"), int)]
+    provider = [r for r in rows if isinstance(r.provider_tokens_in, int)]
     note = f"Tokens counted with: {', '.join(methods)}."
     if provider:
-        p_in = sum(r["provider_tokens_in"] for r in provider)
-        p_out = sum(r.get("provider_tokens_out") or 0 for r in provider)
+        p_in = sum(r.provider_tokens_in or 0 for r in provider)
+        p_out = sum(r.provider_tokens_out or 0 for r in provider)
         note += f" Provider-reported usage: {p_in:,} in / {p_out:,} out."
     return note
 
 
-def cost_html(rows: Sequence[dict[str, Any]]) -> str:
+def cost_html(rows: Sequence[CallRow]) -> str:
     if not rows:
         return "<details><summary>Cost: no model calls</summary></details>"
     head = "".join(f"<th>{c}</th>" for c in _COST_COLUMNS)
@@ -247,7 +246,7 @@ def cost_html(rows: Sequence[dict[str, Any]]) -> str:
     )
 
 
-def cost_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+def cost_lines(rows: Sequence[CallRow]) -> list[str]:
     if not rows:
         return ["no model calls"]
     table = [list(_COST_COLUMNS)] + [
@@ -277,12 +276,12 @@ def _spans(result: RunResult) -> list[Span]:
     return [s for s in spans if s.path == prefix or s.path.startswith(prefix + "/")]
 
 
-def _rows(result: RunResult) -> list[dict[str, Any]]:
+def _rows(result: RunResult) -> list[CallRow]:
     rows = list(result.trace.call_rows)
     if result.path is None:
         return rows
     prefix = result.path
-    return [r for r in rows if r["path"] == prefix or str(r["path"]).startswith(prefix + "/")]
+    return [r for r in rows if r.path == prefix or str(r.path).startswith(prefix + "/")]
 
 
 def _elapsed(spans: Sequence[Span]) -> float | None:

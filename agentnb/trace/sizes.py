@@ -24,6 +24,7 @@ pass over the messages appended since the last one, not over the whole history.
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring
 from typing import NamedTuple
 
 from ..models.canonical import (
@@ -58,6 +59,8 @@ def escaped_length(value: object) -> int:
     (0 for None): what a component counts for a text."""
     if value is None:
         return 0
+    if type(value) is str:  # what `dumps` does with a str, without the call through it
+        return len(encode_basestring(value)) - 2
     return len(dumps(value)) - 2
 
 
@@ -78,11 +81,12 @@ def message_size(message: Message) -> MessageSize:
     cached: MessageSize | None = message.size_cache
     if cached is not None:
         return cached
+    calls = message.tool_calls
     size = MessageSize(
         len(dumps(message_payload(message))),
         _COMPONENT_OF_ROLE[message.role],
         escaped_length(message.content),
-        sum(escaped_length(c.arguments) for c in message.tool_calls),
+        sum(escaped_length(c.arguments) for c in calls) if calls else 0,
     )
     message.size_cache = size
     return size

@@ -12,47 +12,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from operator import itemgetter
 from typing import Any, Literal
+
+from .calls import CALL_COLUMNS, CallRow
 
 SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval"]
 """``approval``: time a call waited for a person (or an approver) to allow it, kept apart
 from model latency."""
-
-CALL_COLUMNS = (
-    "run_id",
-    "span_id",
-    "parent_id",
-    "agent",
-    "model",
-    "path",
-    "depth",
-    "turn",
-    "started",
-    "ended",
-    "latency_s",
-    "wait_s",
-    "chars_in",
-    "chars_in_system",
-    "chars_in_tools",
-    "chars_in_user",
-    "chars_in_assistant",
-    "chars_in_tool_args",
-    "chars_in_tool_results",
-    "chars_in_framing",
-    "chars_out",
-    "tokens_in",
-    "tokens_out",
-    "tokens_method",
-    "provider_tokens_in",
-    "provider_tokens_out",
-    "tool_calls",
-    "stop_reason",
-    "retries",
-    "status",
-)
-"""The columns of ``RunResult.calls``, in order: the trace schema's single definition."""
-_STARTED = CALL_COLUMNS.index("started")
 
 
 @dataclass(slots=True)
@@ -90,7 +56,8 @@ class Trace:
         """``perf_counter`` at time zero. Runs started together by a pattern (a fan-out, a
         chain) share one, so their span times sit on one clock and can be compared."""
         self.spans: list[Span] = []
-        self.call_rows: list[dict[str, Any]] = []
+        self.call_rows: list[CallRow] = []
+        """One `CallRow` per model call, in the order the calls finished."""
         self.events: list[dict[str, Any]] = []
         self.listeners: list[Listener] = []
         """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them."""
@@ -246,23 +213,11 @@ class Trace:
         parallel finish in any order, but a table reads best in the order the calls were made."""
         import pandas as pd
 
-        rows = self.call_rows
+        rows = sorted(self.call_rows, key=_started)
+        columns = list(CALL_COLUMNS)
         if not rows:
-            return pd.DataFrame({c: [] for c in CALL_COLUMNS}, columns=list(CALL_COLUMNS))
-        # Read each row once, all its columns together, then transpose: at 100,000 rows,
-        # visiting every row dict once per column was most of the time (issue 5: <= 1 s).
-        try:
-            values = list(map(itemgetter(*CALL_COLUMNS), rows))
-        except KeyError:  # a row without some column: those cells are None
-            values = [tuple(r.get(c) for c in CALL_COLUMNS) for r in rows]
-        at = _STARTED
-        try:
-            values = sorted(values, key=itemgetter(at))
-        except TypeError:  # a call with no start time sorts first
-            values = sorted(values, key=lambda v: v[at] or 0.0)
-        return pd.DataFrame(
-            dict(zip(CALL_COLUMNS, map(list, zip(*values)))), columns=list(CALL_COLUMNS)
-        )
+            return pd.DataFrame({c: [] for c in columns}, columns=columns)
+        return pd.DataFrame.from_records([r.values() for r in rows], columns=columns)
 
     def spans_frame(self) -> Any:
         """One row per span (all kinds), for filtering and timelines."""
@@ -301,3 +256,7 @@ class Trace:
                 "status",
             ],
         )
+
+
+def _started(row: CallRow) -> float:
+    return row.started

@@ -1,0 +1,150 @@
+"""The call row: one record per model call, the trace schema's single definition.
+
+`CallRow`'s fields are the columns of ``RunResult.calls`` (`CALL_COLUMNS`, in order), and
+`CallRow.measure` is the one place a row is filled, from the call's span, the request the
+model client received and its response. A field cannot be left out: building a row without
+one is a ``TypeError``, never a ``None`` in a table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from ..models.types import ModelRequest, ModelResponse, Usage
+from .history import HistoryTally
+from .sizes import request_sizes, response_chars
+from .tokens import request_tokens, response_tokens
+
+if TYPE_CHECKING:
+    from .spans import Span
+
+_NOT_REPORTED = Usage()
+
+
+@dataclass(slots=True)
+class CallRow:
+    """One model call: where it sat in the run, when it ran, what it was sent and what came back."""
+
+    run_id: str
+    span_id: str
+    """The call's span (``model_call``)."""
+    parent_id: str | None
+    """The span of the agent that made the call."""
+    agent: str
+    model: str
+    """The model client's name."""
+    path: str
+    """Where the agent sat in the hierarchy, e.g. ``coordinator/legal``."""
+    depth: int
+    turn: int
+    started: float
+    """Seconds since the run started."""
+    ended: float | None
+    latency_s: float
+    """Time the call took, less the time it waited for a concurrency slot."""
+    wait_s: float
+    """Time the call waited for a concurrency slot of the model client."""
+    chars_in: int
+    """Characters sent (`agentnb.trace.sizes`); the ``chars_in_*`` components add up to it."""
+    chars_in_system: int
+    chars_in_tools: int
+    chars_in_user: int
+    chars_in_assistant: int
+    chars_in_tool_args: int
+    chars_in_tool_results: int
+    chars_in_framing: int
+    chars_out: int
+    """Characters generated: the answer's text plus its tool calls' arguments."""
+    tokens_in: int | None
+    tokens_out: int | None
+    tokens_method: str
+    """How the tokens were counted (a tokenizer's name, ``provider``, or ``unavailable``)."""
+    provider_tokens_in: int | None
+    """What the provider reported (None: not reported)."""
+    provider_tokens_out: int | None
+    tool_calls: int
+    """Tool calls the model asked for in this reply."""
+    stop_reason: str
+    retries: int
+    """Retries the model client made (each one is in the span's events)."""
+    status: str
+    """``ok``, ``error`` or ``cancelled``."""
+
+    @classmethod
+    def measure(
+        cls,
+        run_id: str,
+        span: Span,
+        request: ModelRequest,
+        response: ModelResponse | None,
+        tally: HistoryTally | None,
+        status: str,
+        events: list[dict[str, Any]],
+    ) -> CallRow:
+        """The row of a finished call (``response`` None: it failed), measured from its span,
+        the request as sent and the client's ``events`` (retries, waits for a slot)."""
+        sizes = request_sizes(request, tally)
+        tokens_in, method = request_tokens(request, tally)
+        tokens_out = (
+            response_tokens(response) if response is not None and tokens_in is not None else None
+        )
+        provider = response.usage if response is not None else _NOT_REPORTED
+        if tokens_in is None and provider.input_tokens is not None:
+            tokens_in, tokens_out, method = (
+                provider.input_tokens,
+                provider.output_tokens,
+                "provider",
+            )
+        wait, retries = 0.0, 0
+        for event in events:
+            if event.get("event") == "queue_wait":
+                wait += event.get("seconds", 0.0)
+            elif event.get("event") == "retry":
+                retries += 1
+        # Positional, in the order of the fields above: keyword arguments cost four times as
+        # much for a record of this width, and this runs for every model call.
+        return cls(
+            run_id,
+            span.span_id,
+            span.parent_id,
+            span.agent,
+            span.name,
+            span.path,
+            span.depth,
+            span.attrs.get("turn", 0),
+            span.started,
+            span.ended,
+            (span.ended or 0.0) - span.started - wait,
+            wait,
+            sizes["total"],
+            sizes["system"],
+            sizes["tools"],
+            sizes["user"],
+            sizes["assistant"],
+            sizes["tool_args"],
+            sizes["tool_results"],
+            sizes["framing"],
+            response_chars(response) if response is not None else 0,
+            tokens_in,
+            tokens_out,
+            method,
+            provider.input_tokens,
+            provider.output_tokens,
+            len(response.tool_calls) if response is not None else 0,
+            response.stop_reason if response is not None else "error",
+            retries,
+            status,
+        )
+
+    def values(self) -> tuple[Any, ...]:
+        """The fields in the order of `CALL_COLUMNS`."""
+        return tuple(getattr(self, c) for c in CALL_COLUMNS)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The row as a dict, keyed by `CALL_COLUMNS`."""
+        return {c: getattr(self, c) for c in CALL_COLUMNS}
+
+
+CALL_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CallRow))
+"""The columns of ``RunResult.calls``, in order: the fields of `CallRow`."""
