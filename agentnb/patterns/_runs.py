@@ -98,17 +98,20 @@ def combine_calls(parts: Mapping[Any, RunResult], column: str | tuple[str, ...])
     return pd.DataFrame({c: [r.get(c) for r in rows] for c in columns}, columns=columns)
 
 
-def combine_spans(parts: Mapping[Any, RunResult], column: str) -> pd.DataFrame:
-    """Every part's spans in one DataFrame (for timelines), ``column`` first."""
+def combine_spans(parts: Mapping[Any, RunResult], columns: tuple[str, ...]) -> pd.DataFrame:
+    """Every part's spans in one DataFrame (for timelines), the key columns first."""
     import pandas as pd
 
     frames = []
     for key, result in parts.items():
         frame = result.trace.spans_frame()
-        frame.insert(0, column, key)
+        values = key if len(columns) > 1 else (key,)
+        for i, (column, value) in enumerate(zip(columns, values)):
+            frame.insert(i, column, value)
         frames.append(frame)
     if not frames:
         empty = Trace("").spans_frame()
-        empty.insert(0, column, [])
+        for i, column in enumerate(columns):
+            empty.insert(i, column, [])
         return empty
     return pd.concat(frames, ignore_index=True)

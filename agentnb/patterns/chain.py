@@ -8,7 +8,7 @@ result says which stage, why, and which stages never ran.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
@@ -18,13 +18,14 @@ from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
+from .result import PatternResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-@dataclass(eq=False)
-class ChainResult:
+@dataclass(eq=False, repr=False)
+class ChainResult(PatternResult):
     """The outcome of `chain`: every stage that ran, and where it stopped if it did."""
 
     stages: list[str]
@@ -32,7 +33,12 @@ class ChainResult:
     results: dict[str, RunResult]
     """The stages that ran, in order; the last one is the failed stage when not ok."""
     wall_s: float = 0.0
-    _calls: Any = field(default=None, repr=False)
+
+    key_columns = ("stage",)
+
+    def parts(self) -> dict[str, RunResult]:
+        """The stages that ran, in order."""
+        return self.results
 
     @property
     def ok(self) -> bool:
@@ -68,23 +74,6 @@ class ChainResult:
     def outputs(self) -> dict[str, Any]:
         """Each completed stage's output, in order."""
         return {name: r.output for name, r in self.results.items() if r.ok}
-
-    @property
-    def calls(self) -> pd.DataFrame:
-        """One row per model call of every stage (a ``stage`` column first), on one clock."""
-        if self._calls is None or len(self._calls) != sum(
-            r.model_calls for r in self.results.values()
-        ):
-            self._calls = _runs.combine_calls(self.results, "stage")
-        return self._calls
-
-    @property
-    def spans(self) -> pd.DataFrame:
-        return _runs.combine_spans(self.results, "stage")
-
-    @property
-    def chars_in(self) -> int:
-        return sum(r.chars_in for r in self.results.values())
 
     def table(self) -> pd.DataFrame:
         """One row per stage, the skipped ones included (status ``skipped``)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
@@ -22,13 +22,14 @@ from ..runtime.runner import execute
 from ..runtime.tools import to_text
 from ..trace.render import fanout_html, fanout_text
 from . import _runs
+from .result import PatternResult
 
 if TYPE_CHECKING:
     import pandas as pd
 
 
-@dataclass(eq=False)
-class FanOut:
+@dataclass(eq=False, repr=False)
+class FanOut(PatternResult):
     """The outcome of `parallel`: what each branch answered, and which did not."""
 
     names: list[str]
@@ -41,7 +42,8 @@ class FanOut:
     max_concurrency: int | None = None
     wall_s: float = 0.0
     """Seconds from the fan-out's start to its last branch's end."""
-    _calls: Any = field(default=None, repr=False)
+
+    key_columns = ("branch",)
 
     @property
     def ok(self) -> bool:
@@ -53,26 +55,9 @@ class FanOut:
         """Branch -> output, for the branches that answered, in the given order."""
         return {n: self.results[n].output for n in self.names if n not in self.missing}
 
-    @property
-    def calls(self) -> pd.DataFrame:
-        """One row per model call of every branch (a ``branch`` column, then `CALL_COLUMNS`);
-        times are on one clock, seconds since the fan-out started."""
-        if self._calls is None:
-            self._calls = _runs.combine_calls(self.results, "branch")
-        return self._calls
-
-    @property
-    def spans(self) -> pd.DataFrame:
-        """Every branch's spans, on the fan-out's clock (for timelines)."""
-        return _runs.combine_spans(self.results, "branch")
-
-    @property
-    def chars_in(self) -> int:
-        return sum(r.chars_in for r in self.results.values())
-
-    @property
-    def model_calls(self) -> int:
-        return sum(r.model_calls for r in self.results.values())
+    def parts(self) -> dict[str, RunResult]:
+        """Every branch's run, in the order the branches were given."""
+        return {name: self.results[name] for name in self.names}
 
     def table(self) -> pd.DataFrame:
         """One row per branch: status, why it is missing, its run id, timing and size."""

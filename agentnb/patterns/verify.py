@@ -25,6 +25,7 @@ from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
+from .result import PatternResult
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -65,8 +66,8 @@ class Round:
         return self.chars_writer + self.chars_verifier
 
 
-@dataclass(eq=False)
-class VerifyResult:
+@dataclass(eq=False, repr=False)
+class VerifyResult(PatternResult):
     """The outcome of `verify_loop`."""
 
     task: str
@@ -74,6 +75,17 @@ class VerifyResult:
     max_rounds: int
     error: str | None = None
     """Why the loop stopped early (the writer or the verifier failed), else None."""
+
+    key_columns = ("round", "role")
+
+    def parts(self) -> dict[tuple[int, str], RunResult]:
+        """Every run of the loop by ``(round, "writer" | "verifier")``, in order."""
+        parts: dict[tuple[int, str], RunResult] = {}
+        for r in self.rounds:
+            parts[(r.round, "writer")] = r.writer
+            if r.verifier is not None:
+                parts[(r.round, "verifier")] = r.verifier
+        return parts
 
     @property
     def ok(self) -> bool:
@@ -101,20 +113,6 @@ class VerifyResult:
         if last.outcome is None:
             return [f"the last draft was not verified: {self.error}"]
         return list(last.problems)
-
-    @property
-    def chars_in(self) -> int:
-        return sum(r.chars_in for r in self.rounds)
-
-    @property
-    def calls(self) -> pd.DataFrame:
-        """Every model call of the loop (``round`` and ``role`` columns first), on one clock."""
-        parts: dict[tuple[int, str], RunResult] = {}
-        for r in self.rounds:
-            parts[(r.round, "writer")] = r.writer
-            if r.verifier is not None:
-                parts[(r.round, "verifier")] = r.verifier
-        return _runs.combine_calls(parts, ("round", "role"))
 
     def table(self, *, run_ids: bool = False) -> pd.DataFrame:
         """One row per round: draft, outcome, problems, characters sent (``chars_writer``,
