@@ -127,3 +127,26 @@ async def test_a_call_cancelled_before_it_starts_does_not_leave_the_turn_waiting
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(a.run(boss, "go"), 5)
     assert second.model.requests == []
+
+
+async def test_two_calls_ending_the_run_together_leave_no_exception_unretrieved(caplog):
+    """Both sub-agent calls hit the run's model-call budget in the same loop pass: the run
+    ends with the first one's error, and the second's is retrieved, not logged by asyncio
+    when its task is collected ("Task exception was never retrieved")."""
+    import gc
+
+    subs = [a.Agent(n, "x", a.ScriptedModel(["never asked"])) for n in ("one", "two")]
+    boss = a.Agent(
+        "boss",
+        "x",
+        a.ScriptedModel([[a.tool_call("one", input="?"), a.tool_call("two", input="?")], "ok"]),
+        tools=subs,
+    )
+    with caplog.at_level("ERROR", logger="asyncio"):
+        result = await a.run(boss, "go", limits=a.Limits(max_model_calls=1))
+        error = result.error
+        del result  # its error's traceback holds the turn's tasks: let them be collected
+        error.__traceback__ = None
+        gc.collect()
+    assert isinstance(error, a.BudgetExceeded) and "one" in str(error)
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from ..models.registry import providers
 from ..runtime.agent import Agent
-from ..runtime.tools import Tool
+from ..runtime.tools import BaseTool
 
 
 def _choices(ns: Mapping[str, Any], hidden: set[str], keep: Callable[[Any], bool]) -> str:
@@ -34,7 +34,7 @@ def is_model(value: Any) -> bool:
 
 
 def is_tool(value: Any) -> bool:
-    if isinstance(value, (Agent, Tool)):
+    if isinstance(value, (Agent, BaseTool)):
         return True
     return inspect.isfunction(value) or inspect.iscoroutinefunction(value)
 

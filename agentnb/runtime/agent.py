@@ -14,10 +14,12 @@ from pydantic import BaseModel, TypeAdapter
 from ..errors import UserError
 from ..models.base import ModelClient
 from ..models.types import OutputSchema
-from .tools import Tool, clean_schema, function_tool
+from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, clean_schema, function_tool
 
 if TYPE_CHECKING:
-    from .agent_tool import AgentTool
+    from .agent_tool import AgentTool, NeedsApproval
+    from .context import RunContext
+    from .result import RunResult
 
 
 @dataclass(eq=False)
@@ -64,13 +66,13 @@ class Agent:
 
     # -- derived configuration, computed when needed (tools may be assigned after construction)
 
-    def tool_map(self) -> dict[str, Tool]:
+    def tool_map(self) -> dict[str, BaseTool]:
         """The tools by name, functions and agents converted; duplicate names are an error."""
         cache_key = (tuple(map(id, self.tools)), tuple(map(id, self.handoffs)))  # every run asks
         cached = self.__dict__.get("_tool_cache")
         if cached is not None and cached[0] == cache_key:
             return cached[1]
-        tools: dict[str, Tool] = {}
+        tools: dict[str, BaseTool] = {}
         for item in [*self.tools, *(_handoff_tool(h) for h in self.handoffs)]:
             made = item.as_tool() if isinstance(item, Agent) else function_tool(item)
             if made.name in tools:
@@ -109,12 +111,63 @@ class Agent:
         return adapter, schema
 
     def as_tool(
-        self, name: str | None = None, description: str | None = None, **governance: Any
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        max_turns: int | None = None,
+        timeout: float | None = None,
+        max_tokens: int | None = None,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        input_schema: type[BaseModel] | None = None,
+        input_builder: Callable[[Any, RunContext], str] | None = None,
+        extractor: Callable[[RunResult], str] | None = None,
+        needs_approval: NeedsApproval = False,
     ) -> AgentTool:
-        """This agent as a tool another agent can call; see `AgentTool` for the governance options."""
+        """This agent as a tool another agent can call, governed at the boundary.
+
+        The sub-agent runs in a fresh history: it sees its instructions and the input the
+        call hands it, nothing else of the caller's conversation. Its caller always gets text
+        back: the answer, or what went wrong (a timeout, a budget, too many turns).
+
+        Args:
+            name: The tool's name (default: the agent's name in snake case).
+            description: What the caller's model is told the tool does (default: the
+                agent's ``description``).
+            max_turns: The sub-agent's turn limit for calls through this tool (default: the
+                agent's own ``max_turns``).
+            timeout: Seconds before the caller is told the sub-agent did not answer.
+            max_tokens: A token budget for each call, the sub-agent's own sub-agents included;
+                exhausting it ends that call, not the run.
+            max_result_chars: The longest answer handed back; a longer one is cut, with a note
+                saying so (default 20,000, as for function tools; None: no limit).
+            input_schema: A pydantic model for structured input instead of the default
+                ``{input, artifacts}``.
+            input_builder: ``fn(parsed, run_context) -> str``: the sub-agent's input from the
+                parsed ``input_schema`` object (default: the object as JSON).
+            extractor: ``fn(result) -> str``: what goes back to the caller from the sub-agent's
+                `RunResult` (default: its output as text).
+            needs_approval: ``True`` to ask the run's approver before every call, or
+                ``fn(pending) -> bool`` to decide per call; see `agentnb.Approval`.
+
+        Raises:
+            UserError: an option has a value it does not accept.
+        """
         from .agent_tool import AgentTool
 
-        return AgentTool.build(self, name=name, description=description, **governance)
+        return AgentTool.build(
+            self,
+            name=name,
+            description=description,
+            max_turns=max_turns,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            max_result_chars=max_result_chars,
+            input_schema=input_schema,
+            input_builder=input_builder,
+            extractor=extractor,
+            needs_approval=needs_approval,
+        )
 
     def clone(self, **changes: Any) -> Agent:
         """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""
@@ -142,7 +195,7 @@ class Agent:
         return f"Agent({', '.join(parts)})"
 
 
-def _handoff_tool(item: Any) -> Tool:
+def _handoff_tool(item: Any) -> BaseTool:
     from .handoffs import Handoff
 
     handoff = item if isinstance(item, Handoff) else Handoff(item)
@@ -167,6 +220,3 @@ def _is_union(tp: Any) -> bool:
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-AgentFactory = Callable[..., Agent]

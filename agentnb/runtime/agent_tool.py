@@ -12,20 +12,29 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import AgentRunError, BudgetExceeded, MaxTurnsExceeded, ReplayMismatch, UserError
+from ..errors import BudgetExceeded, MaxTurnsExceeded, ReplayMismatch, UserError
 from ..models.types import Message
+from .approval import PendingCall, check_approval
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .result import RunResult
 from .runner import agent_loop
 from .state import AgentRun
-from .tools import Tool, ToolCallContext, brief_errors, clean_schema, result_text, truncate
+from .tools import (
+    DEFAULT_MAX_RESULT_CHARS,
+    BaseTool,
+    ToolCallContext,
+    brief_errors,
+    clean_schema,
+    result_text,
+    truncate,
+)
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -54,28 +63,54 @@ _DEFAULT_SCHEMA = {
 }
 
 
-@dataclass(eq=False)
-class AgentTool(Tool):
-    """`Agent.as_tool()`'s result. Governance options (all optional):
+NeedsApproval = Union[bool, Callable[[PendingCall], Union[bool, Awaitable[bool]]]]  # noqa: UP007
+"""``True`` (every call), ``False`` (none), or ``callable(pending) -> bool`` (sync or async)."""
 
-    - ``max_turns``: the sub-agent's turn limit for this tool (default: the agent's own);
-    - ``timeout``: seconds before the caller is told the sub-agent did not answer;
-    - ``max_tokens``: a token budget for the sub-agent and its own sub-agents;
-    - ``max_result_chars``: the longest answer handed back (longer ones are cut, with a note);
-    - ``input_schema`` + ``input_builder(parsed, context) -> str``: structured input;
-    - ``extractor(result) -> str``: what goes back to the caller;
-    - ``needs_approval``: ``True`` or ``callable(call) -> bool``; see `agentnb.Approval`.
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """A call that passed the guards and the approval: what the sub-agent runs on."""
+
+    text: str
+    path: str
+
+
+_FAILURES: tuple[tuple[type[BaseException], str, str], ...] = (
+    (DeadlinePassed, "timeout", "{tool} did not answer within {timeout:g} s."),
+    (BudgetExceeded, "error", "{tool} stopped: {error}"),
+    (MaxTurnsExceeded, "error", "{tool} stopped after {turns} turns without a final answer."),
+    (Exception, "error", "{tool} failed: {kind}: {error}"),
+)
+"""A sub-agent's failure -> ``(span status, text its caller reads)``: the first row whose
+exception type matches. Failures that end the whole run are not here (see `_ends_the_run`)."""
+
+
+def _ends_the_run(exc: BaseException) -> bool:
+    """Failures a caller cannot act on: they end the run instead of becoming text."""
+    if isinstance(exc, BudgetExceeded):
+        return exc.fatal  # the run's own budget; a sub-agent's own budget only ends it
+    # A replay that went off the recording, and agentnb used the wrong way (no approver):
+    # both need fixing by a person. Cancellation and interrupts are not Exceptions.
+    return isinstance(exc, (ReplayMismatch, UserError)) or not isinstance(exc, Exception)
+
+
+@dataclass(eq=False)
+class AgentTool(BaseTool):
+    """An agent as a tool, made by `Agent.as_tool` (see there for each option).
+
+    A call goes through three steps: `admit` (arguments, guards, approval), `run` (the
+    sub-agent in its own history, within its limits) and `report` (the text the caller reads).
     """
 
-    agent: Agent | None = None
+    agent: Agent
     max_turns: int | None = None
     timeout: float | None = None
     max_tokens: int | None = None
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     input_schema: type[BaseModel] | None = None
     input_builder: Callable[[Any, RunContext], str] | None = None
     extractor: Callable[[RunResult], str] | None = None
-    needs_approval: Any = False
-    options: dict[str, Any] = field(default_factory=dict)
+    needs_approval: NeedsApproval = False
 
     @classmethod
     def build(
@@ -87,39 +122,49 @@ class AgentTool(Tool):
         max_turns: int | None = None,
         timeout: float | None = None,
         max_tokens: int | None = None,
-        max_result_chars: int | None = None,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
         input_schema: type[BaseModel] | None = None,
         input_builder: Callable[[Any, RunContext], str] | None = None,
         extractor: Callable[[RunResult], str] | None = None,
-        needs_approval: Any = False,
+        needs_approval: NeedsApproval = False,
     ) -> AgentTool:
+        """Check the options (raises `UserError`) and make the tool; see `Agent.as_tool`."""
         tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
-        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
+        if not isinstance(tool_name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
             raise UserError(
                 f"Tool name {tool_name!r} is not usable: letters, digits, _ or -, at most 64."
             )
-        for label, value in (
-            ("max_turns", max_turns),
-            ("timeout", timeout),
-            ("max_tokens", max_tokens),
-            ("max_result_chars", max_result_chars),
+        for label, value, kinds in (
+            ("max_turns", max_turns, (int,)),
+            ("timeout", timeout, (int, float)),
+            ("max_tokens", max_tokens, (int,)),
+            ("max_result_chars", max_result_chars, (int,)),
         ):
-            if value is not None and value <= 0:
-                raise UserError(f"as_tool({label}=...) must be positive, got {value!r}")
+            if value is not None and (
+                not isinstance(value, kinds) or isinstance(value, bool) or not value > 0
+            ):
+                accepted = "a positive integer" if kinds == (int,) else "positive seconds"
+                raise UserError(f"as_tool({label}=...) must be {accepted} or None, got {value!r}")
+        if description is not None and not isinstance(description, str):
+            raise UserError(f"as_tool(description=...) must be text, got {description!r}")
         if input_schema is not None and not (
             isinstance(input_schema, type) and issubclass(input_schema, BaseModel)
         ):
-            raise UserError("input_schema must be a pydantic model class")
+            raise UserError(
+                f"as_tool(input_schema=...) must be a pydantic model class, got {input_schema!r}"
+            )
         if input_builder is not None and input_schema is None:
             raise UserError(
                 "input_builder needs input_schema: the builder receives the parsed schema object"
             )
-        if (
-            needs_approval is not False
-            and needs_approval is not True
-            and not callable(needs_approval)
-        ):
-            raise UserError("needs_approval must be True, False or a callable(call) -> bool")
+        for label, fn in (("input_builder", input_builder), ("extractor", extractor)):
+            if fn is not None and not callable(fn):
+                raise UserError(f"as_tool({label}=...) must be a function, got {fn!r}")
+        if not isinstance(needs_approval, bool) and not callable(needs_approval):
+            raise UserError(
+                "as_tool(needs_approval=...) must be True, False or a function(pending) -> bool, "
+                f"got {needs_approval!r}"
+            )
         parameters = (
             clean_schema(input_schema.model_json_schema()) if input_schema else _DEFAULT_SCHEMA
         )
@@ -128,41 +173,43 @@ class AgentTool(Tool):
             tool_name,
             text,
             parameters,
-            _unused,
-            input_schema or SubAgentInput,
-            max_result_chars,
-            None,
-            agent=agent,
+            agent,
             max_turns=max_turns,
             timeout=timeout,
             max_tokens=max_tokens,
+            max_result_chars=max_result_chars,
             input_schema=input_schema,
             input_builder=input_builder,
             extractor=extractor,
             needs_approval=needs_approval,
         )
 
-    async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
-        agent = self.agent
-        assert agent is not None
-        ctx: RunContext = tcx.run
-        caller: AgentRun = tcx.caller
-        trace = ctx.trace
+    async def invoke(self, arguments: str, tcx: ToolCallContext) -> str:
+        """Admit the call, run the sub-agent, report to the caller (see the class docstring)."""
+        admitted = await self.admit(arguments, tcx)
+        if isinstance(admitted, str):
+            return admitted
+        state, failure = await self.run(admitted, tcx)
+        return self.report(state, failure, tcx)
+
+    async def admit(self, arguments: str, tcx: ToolCallContext) -> _Admitted | str:
+        """Parse the arguments, run the guards and ask for approval. Returns what the sub-agent
+        runs on, or the text the caller gets instead (``tcx.status`` says why)."""
+        ctx, caller = tcx.run, tcx.caller
         parsed = self._parse(arguments)
         if isinstance(parsed, str):  # what was wrong with the arguments, for the caller
             tcx.status = "error"
             return parsed
-
         path = f"{caller.path}/{self.name}"
         refusal = self._guard(ctx, caller, path)
         if refusal is not None:
             tcx.status = "refused"
-            trace.log(
+            ctx.trace.log(
                 "guard",
                 depth=caller.depth,
                 path=caller.path,
                 agent=caller.agent.name,
-                target=agent.name,
+                target=self.agent.name,
                 tool=self.name,
                 reason=refusal,
             )
@@ -172,61 +219,50 @@ class AgentTool(Tool):
         except LookupError as exc:
             tcx.status = "error"
             return str(exc.args[0])
-
         if self.needs_approval:
-            from .approval import check_approval
-
             verdict = await check_approval(self, parsed, text, tcx)
             if verdict is not None:
                 tcx.status = "refused"
                 return verdict
+        return _Admitted(text, path)
 
-        depth = caller.depth + 1
+    async def run(
+        self, admitted: _Admitted, tcx: ToolCallContext
+    ) -> tuple[AgentRun, tuple[str, str] | None]:
+        """Run the sub-agent under its own span, within this tool's limits. Returns its run and,
+        if it failed, ``(status, text for the caller)``; a failure that ends the run is raised."""
+        agent, ctx, caller = self.agent, tcx.run, tcx.caller
+        trace, depth, path = ctx.trace, caller.depth + 1, admitted.path
         span = trace.start(
             "agent", agent.name, tcx.span, agent=agent.name, path=path, depth=depth, tool=self.name
         )
         budgets = caller.budgets
         if self.max_tokens is not None:
-            budgets = (
-                *budgets,
-                TokenBudget(self.max_tokens, f"{self.name} (as_tool max_tokens)", fatal=False),
-            )
+            budget = TokenBudget(self.max_tokens, f"{self.name} (as_tool max_tokens)", fatal=False)
+            budgets = (*budgets, budget)
         state = AgentRun(
-            agent, [Message.user(text)], depth, path, (*caller.lineage, agent), span, budgets
+            agent,
+            [Message.user(admitted.text)],
+            depth,
+            path,
+            (*caller.lineage, agent),
+            span,
+            budgets,
         )
         ctx.active.append(state)
         trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
-        status, error = "ok", None
+        status, failure = "ok", None
         try:
             await within(agent_loop(state, ctx, self.max_turns or agent.max_turns), self.timeout)
-        except DeadlinePassed:
-            status, error = (
-                "timeout",
-                f"ERROR: {self.name} did not answer within {self.timeout:g} s.",
-            )
-        except BudgetExceeded as exc:
-            if exc.fatal:
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                status = "cancelled"
+                raise
+            if _ends_the_run(exc):
                 status = "error"
                 raise
-            status, error = "error", f"ERROR: {self.name} stopped: {exc}"
-        except MaxTurnsExceeded:
-            status, error = (
-                "error",
-                f"ERROR: {self.name} stopped after {state.turns} turns without a final answer.",
-            )
-        except ReplayMismatch:
-            status = "error"
-            raise
-        except AgentRunError as exc:
-            status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
-        except asyncio.CancelledError:
-            status = "cancelled"
-            raise
-        except UserError:  # agentnb used the wrong way (e.g. no approver): fix the call
-            status = "error"
-            raise
-        except Exception as exc:  # a client or hook crashed: the caller is told, as for any failure
-            status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
+            failure = self._failure(exc, state)
+            status = failure[0]
         finally:
             _discard(ctx.active, state)
             trace.close_open_under(span, "cancelled" if status == "ok" else status)
@@ -238,13 +274,18 @@ class AgentTool(Tool):
                 agent=agent.name,
                 turns=state.turns,
                 status=status,
-                **({"error": error} if error is not None else {}),
+                **({"error": failure[1]} if failure is not None else {}),
             )
-        if error is not None:
-            tcx.status = status
+        return state, failure
+
+    def report(self, state: AgentRun, failure: tuple[str, str] | None, tcx: ToolCallContext) -> str:
+        """The text the caller reads: the answer (or the extractor's), cut to
+        ``max_result_chars``; for a failure, what went wrong and the partial answer."""
+        if failure is not None:
+            tcx.status, text = failure
             if state.last_text:
-                error += f" Partial result: {truncate(state.last_text, 500)}"
-            return error
+                text += f" Partial result: {truncate(state.last_text, 500)}"
+            return text
         if self.extractor is None:
             return result_text(state.output, self.max_result_chars)
         result = RunResult(
@@ -253,20 +294,33 @@ class AgentTool(Tool):
             None,
             state.usage,
             state.agent,
-            trace,
+            tcx.run.trace,
             state.messages,
-            ctx,
-            path=path,
+            tcx.run,
+            path=state.path,
         )
         return truncate(self.extractor(result), self.max_result_chars)
 
+    def _failure(self, exc: BaseException, state: AgentRun) -> tuple[str, str]:
+        for kind, status, template in _FAILURES:
+            if isinstance(exc, kind):
+                text = template.format(
+                    tool=self.name,
+                    timeout=self.timeout or 0,
+                    turns=state.turns,
+                    kind=type(exc).__name__,
+                    error=exc,
+                )
+                return status, f"ERROR: {text}"
+        raise AssertionError("the last row of _FAILURES matches every Exception")
+
     def _parse(self, arguments: str) -> Any:
         """The arguments as the input model, or the error to hand back (a str)."""
-        if (self.args_model or SubAgentInput) is SubAgentInput:
-            # Fast path: pydantic parses and validates in one pass, 2-3x cheaper than json.loads
-            # then model_validate. For this schema (a str and a list of str) the two accept the
-            # same JSON and build the same object (a test compares them); what the fast path
-            # rejects takes the plain path, which words the error.
+        if self.input_schema is None:
+            # Pydantic reads the JSON text and validates it in one pass. For this schema (a str
+            # and a list of str) that accepts the same JSON as json.loads + model_validate and
+            # builds the same object (a test compares them); what it rejects takes the plain
+            # path, which words the error for the caller.
             try:
                 return SubAgentInput.model_validate_json(arguments)
             except ValidationError:
@@ -276,7 +330,7 @@ class AgentTool(Tool):
     def _parse_plain(self, arguments: str) -> Any:
         try:
             raw = json.loads(arguments) if arguments.strip() else {}
-            return (self.args_model or SubAgentInput).model_validate(raw)
+            return (self.input_schema or SubAgentInput).model_validate(raw)
         except json.JSONDecodeError as exc:
             return f"Tool error: the arguments for {self.name} are not valid JSON ({exc.msg})."
         except ValidationError as exc:
@@ -319,7 +373,7 @@ class AgentTool(Tool):
         return text
 
     def __repr__(self) -> str:
-        return f"AgentTool({self.name!r} -> {self.agent.name if self.agent else None!r})"
+        return f"AgentTool({self.name!r} -> {self.agent.name!r})"
 
 
 def _discard(active: list[AgentRun], state: AgentRun) -> None:
@@ -330,7 +384,3 @@ def _discard(active: list[AgentRun], state: AgentRun) -> None:
             del active[i]
             return
     raise ValueError("the sub-agent's run is not among the running agents")
-
-
-async def _unused(**_: Any) -> Any:  # an AgentTool overrides invoke(); its fn is never called
-    raise NotImplementedError

@@ -98,7 +98,7 @@ async def check_approval(
     ctx, caller = tcx.run, tcx.caller
     handles = list(getattr(parsed, "artifacts", None) or []) if tool.input_schema is None else []
     pending = PendingCall(
-        agent=tool.agent.name if tool.agent is not None else tool.name,
+        agent=tool.agent.name,
         tool=tool.name,
         input=parsed.input if tool.input_schema is None else text,
         artifacts={h: ctx.artifacts[h] for h in handles if h in ctx.artifacts},
@@ -108,9 +108,10 @@ async def check_approval(
         run_id=ctx.run_id,
     )
     trace = ctx.trace
-    if tool.needs_approval is not True:
+    decide = tool.needs_approval
+    if decide is not True:
         try:
-            needed = tool.needs_approval(pending)
+            needed = decide(pending) if callable(decide) else decide
             if inspect.isawaitable(needed):
                 needed = await needed
         except Exception as exc:

@@ -30,7 +30,7 @@ from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
 from .handoff_filters import HistoryFilter, last_messages
 from .runner import REASK_PREFIX
-from .tools import Tool, ToolCallContext, brief_errors, clean_schema
+from .tools import BaseTool, ToolCallContext, brief_errors, clean_schema
 from .transfer import Transfer
 
 if TYPE_CHECKING:
@@ -182,7 +182,7 @@ class Handoff:
             ]
         return forwarded
 
-    def tool(self) -> Tool:
+    def tool(self) -> HandoffTool:
         """The ``transfer_to_<name>`` tool the source agent is offered."""
         target = self.target
         description = self.description or f"Hand the conversation over to {target.name}" + (
@@ -193,9 +193,7 @@ class Handoff:
             if self.input_type is not None
             else {"type": "object", "properties": {}}
         )
-        return HandoffTool(
-            self.name, description, parameters, _unused, None, None, None, handoff=self
-        )
+        return HandoffTool(self.name, description, parameters, self)
 
     def __repr__(self) -> str:
         extra = "" if self.config == HandoffConfig() else f", config={self.config}"
@@ -203,16 +201,15 @@ class Handoff:
 
 
 @dataclass(eq=False)
-class HandoffTool(Tool):
+class HandoffTool(BaseTool):
     """A ``transfer_to_<name>`` tool: validates the intent, guards cycles, returns a `Transfer`."""
 
-    handoff: Handoff | None = None
+    handoff: Handoff
 
     async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
         handoff = self.handoff
-        assert handoff is not None
         ctx: RunContext = tcx.run
-        caller: AgentRun | None = tcx.caller
+        caller: AgentRun = tcx.caller
         intent = None
         if handoff.input_type is not None:
             try:
@@ -220,8 +217,6 @@ class HandoffTool(Tool):
             except ValidationError as exc:
                 tcx.status = "error"
                 return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
-        if caller is None:  # called outside a run loop: nothing to forward
-            return Transfer(handoff.target, [], handoff.note)
         holders = control_holders(ctx, caller)
         target = handoff.target
         if target.name in holders:
@@ -261,10 +256,6 @@ class HandoffTool(Tool):
 
     def __repr__(self) -> str:
         return f"HandoffTool({self.name!r})"
-
-
-async def _unused(**_: Any) -> Any:  # a HandoffTool overrides invoke(); its fn is never called
-    raise NotImplementedError
 
 
 def _settle(history: list[Message], call_id: str | None, note: str) -> list[Message]:

@@ -38,7 +38,7 @@ from .options import RunOptions
 from .prompt import section_sizes
 from .result import RunResult
 from .state import AgentRun
-from .tools import Tool, ToolCallContext
+from .tools import BaseTool, ToolCallContext
 from .transfer import Transfer
 
 
@@ -432,7 +432,7 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 
 
 async def _run_tools(
-    calls: list[ToolCall], tools: dict[str, Tool], state: AgentRun, ctx: RunContext, turn: int
+    calls: list[ToolCall], tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
 ) -> Transfer | None:
     if len(calls) == 1:
         results = [await _run_tool(calls[0], tools, state, ctx, turn)]
@@ -448,7 +448,7 @@ async def _run_tools(
 
 
 async def _run_tool(
-    call: ToolCall, tools: dict[str, Tool], state: AgentRun, ctx: RunContext, turn: int
+    call: ToolCall, tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
 ) -> Any:
     trace = ctx.trace
     span = trace.start(

@@ -10,15 +10,21 @@ import asyncio
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError, create_model
 
 from ..errors import UserError
 from ..models.types import ToolSpec
 from .transfer import Transfer
+
+if TYPE_CHECKING:
+    from ..trace.spans import Span
+    from .context import RunContext
+    from .state import AgentRun
 
 DEFAULT_MAX_RESULT_CHARS = 20_000
 
@@ -27,40 +33,59 @@ DEFAULT_MAX_RESULT_CHARS = 20_000
 class ToolCallContext:
     """What a tool that asks for it (a parameter annotated ``ToolCallContext``) receives."""
 
-    run: Any
-    """The `RunContext` of the run: run id, depth, path, artifacts."""
-    span: Any
+    run: RunContext
+    """The `RunContext` of the run: run id, depth, path, artifacts, ``deps``."""
+    span: Span
     """The tool call's `Span` in the trace."""
     call_id: str
-    caller: Any = None
+    caller: AgentRun
     """The calling agent's `AgentRun`: its history, depth and path."""
     status: str = "ok"
     """A tool may set this (``error``, ``timeout``, ``refused``) for the trace."""
 
 
 @dataclass(eq=False)
-class Tool:
-    """A callable the model can ask for, with its spec and its argument validation."""
+class BaseTool(ABC):
+    """What the run loop needs of a tool: a name, a spec for the model, and `invoke`.
+
+    `Tool` (a function), `AgentTool` (an agent) and the handoff tools are its kinds. Whatever
+    goes wrong inside `invoke` comes back as text for the model, except what ends the run.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
+    """The JSON schema of the arguments."""
+    _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def spec(self) -> ToolSpec:
+        """What the model is told about this tool."""
+        if self._spec is None:
+            self._spec = ToolSpec(self.name, self.description, self.parameters)
+        return self._spec
+
+    @abstractmethod
+    async def invoke(self, arguments: str, ctx: ToolCallContext) -> Any:
+        """Run the tool on the model's raw JSON arguments; returns the text for the model (or
+        a `Transfer` for a handoff)."""
+
+
+@dataclass(eq=False)
+class Tool(BaseTool):
+    """A Python function the model can ask for, with its argument validation."""
+
     fn: Callable[..., Any]
     args_model: type[BaseModel] | None = None
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    """The longest result handed back to the model; longer ones are cut, with a note."""
     context_param: str | None = None
-    _spec: ToolSpec | None = field(default=None, repr=False)
+    """The parameter that receives the `ToolCallContext`, if the function asks for it."""
     _json_args: type[BaseModel] | None = field(default=None, repr=False)
     """An ``args_model`` that may validate the model's JSON text directly (see `_from_json`):
     set by `function_tool` when every parameter is a str, int or bool."""
     _async: tuple[Callable[..., Any], bool] | None = field(default=None, repr=False)
     """``(fn, inspect.iscoroutinefunction(fn))``, asked once per function, not once per call."""
-
-    @property
-    def spec(self) -> ToolSpec:
-        if self._spec is None:
-            self._spec = ToolSpec(self.name, self.description, self.parameters)
-        return self._spec
 
     async def invoke(self, arguments: str, ctx: ToolCallContext) -> Any:
         """Run the tool on the model's raw JSON arguments; every failure becomes text."""
@@ -182,7 +207,7 @@ def tool(
     Sync functions run in a worker thread, off the event loop.
     """
 
-    def build(f: Callable[..., Any]) -> Tool:
+    def build(f: Callable[..., Any]) -> BaseTool:
         return function_tool(
             f, name=name, description=description, max_result_chars=max_result_chars
         )
@@ -196,8 +221,9 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-) -> Tool:
-    if isinstance(fn, Tool):
+) -> BaseTool:
+    """``fn`` as a tool (a tool of any kind is returned as it is); see `tool`."""
+    if isinstance(fn, BaseTool):
         return fn
     if not callable(fn):
         raise UserError(f"A tool must be a function, an Agent or a Tool, got {fn!r}")
@@ -335,6 +361,3 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     out.pop("additionalProperties", None)
     out.pop("description", None)  # a model's docstring: the tool's description says it already
     return out
-
-
-AsyncFn = Callable[..., Awaitable[Any]]

@@ -139,7 +139,7 @@ def request_sizes(request: ModelRequest, tally: HistoryTally | None = None) -> d
         system, tools = fixed[2], fixed[3]
     else:
         system = escaped_length(text)
-        tools = _specs_size(specs)
+        tools = _specs_size(specs) if specs else 0
         if tally is not None and type(text) is str:  # a str cannot change: keep its size
             tally.fixed = (text, tuple(specs), system, tools)
     if schema is not None:
