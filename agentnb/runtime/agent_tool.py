@@ -343,7 +343,7 @@ class AgentTool(BaseTool):
                 f"ERROR: maximum depth reached ({limits.max_depth}) at {caller.path}: {self.name} was not called. "
                 "Answer with the data you have and say what is missing."
             )
-        for on_path in caller.lineage:  # by identity (a loop: no generator on every call)
+        for on_path in caller.lineage:  # by identity: two agents may be equal field by field
             if on_path is self.agent:
                 return (
                     f"ERROR: {self.name} is already on the call path {caller.path}. "

@@ -101,10 +101,10 @@ class Tool(BaseTool):
         return await self.call(kwargs)
 
     def _from_json(self, arguments: str) -> dict[str, Any] | None:
-        """Fast path: pydantic parses and validates in one pass, 2-3x cheaper than json.loads
-        then model_validate. For str, int and bool parameters the two accept the same JSON and
-        give the same values (a test compares them); None sends the call down the plain path,
-        which words the error."""
+        """The keyword arguments read from the JSON text by pydantic in one pass (`_parse` decodes
+        then validates). For str, int and bool parameters the two accept the same JSON and give
+        the same values (a test compares them); None sends the call down `_parse`, which words
+        the error for the model."""
         model = self._json_args
         assert model is not None
         try:
@@ -170,7 +170,7 @@ def to_text(value: Any) -> str:
 
 def result_text(value: Any, limit: int | None) -> str:
     """``truncate(to_text(value), limit)``: what goes back to the model. A text that fits is
-    returned at once, without the two calls (this runs for every tool call)."""
+    returned as it is."""
     if isinstance(value, str) and (limit is None or len(value) <= limit):
         return value
     return truncate(to_text(value), limit)

@@ -51,7 +51,7 @@ class Trace:
 
     def __init__(self, run_id: str, t0: float | None = None) -> None:
         self.run_id = run_id
-        self._wall0 = time.time()  # a float: a timezone-aware datetime costs ~10 µs per run
+        self._wall0 = time.time()  # a float; `started_at` makes the datetime when asked
         self._t0 = time.perf_counter() if t0 is None else t0
         """``perf_counter`` at time zero. Runs started together by a pattern (a fan-out, a
         chain) share one, so their span times sit on one clock and can be compared."""
@@ -89,7 +89,6 @@ class Trace:
         depth: int,
         **attrs: Any,
     ) -> Span:
-        # `now()` written out here and in `end`: these two run for every span of every run.
         self._count += 1
         span_id = f"s{self._count}"
         span = Span(

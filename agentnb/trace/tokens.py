@@ -120,7 +120,6 @@ def request_tokens(
 
     With a `HistoryTally`, only the messages appended since its last request are visited.
     """
-    # `tokenizer()` read in place once loaded: this runs for every model call
     count, method = (_state["encoder"], _state["method"]) if _state["loaded"] else tokenizer()
     if count is None:
         return None, "unavailable"
