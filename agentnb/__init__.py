@@ -4,6 +4,7 @@ An orchestrator keeps control and calls sub-agents exposed as tools; every model
 traced with what it was sent, so cost and latency become pandas tables and figures.
 """
 
+# Imports sorted by module; __all__ below lists the names layer by layer.
 from . import filters
 from .errors import (
     AgentnbError,
@@ -22,11 +23,21 @@ from .errors import (
 )
 from .measure import scenarios
 from .measure.critical import critical_path
-from .measure.prices import Price, Prices, add_cost
+from .measure.prices import (
+    Price,
+    Prices,
+    add_cost,
+)
 from .measure.rounds import verifier_table
 from .measure.sections import section_costs
 from .measure.sweep import sweep
-from .measure.tables import breakdown, breakdown_growth, cost_fit, cost_table, latency_series
+from .measure.tables import (
+    breakdown,
+    breakdown_growth,
+    cost_fit,
+    cost_table,
+    latency_series,
+)
 from .models import (
     FunctionModel,
     Message,
@@ -42,7 +53,10 @@ from .models import (
 )
 from .models.anthropic import AnthropicModel
 from .models.openai import OpenAIModel
-from .models.recording import record, replay
+from .models.recording import (
+    record,
+    replay,
+)
 from .patterns import (
     ChainResult,
     FanOut,
@@ -83,9 +97,19 @@ from .runtime import (
     run_sync,
     tool,
 )
-from .runtime.approval import Approval, PendingCall, approve_all, reject_all
+from .runtime.approval import (
+    Approval,
+    PendingCall,
+    approve_all,
+    reject_all,
+)
 from .runtime.approval import in_notebook as _in_notebook
-from .trace import CALL_COLUMNS, canonical_request, request_sizes, set_tokenizer
+from .trace import (
+    CALL_COLUMNS,
+    canonical_request,
+    request_sizes,
+    set_tokenizer,
+)
 
 __version__ = "0.1.0"
 
@@ -132,40 +156,45 @@ __all__ = [
     "ScriptExhausted",
     "UserError",
     # models
+    "AnthropicModel",
     "FunctionModel",
     "Message",
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
-    "ScriptedModel",
-    "AnthropicModel",
     "OpenAIModel",
-    "record",
-    "replay",
+    "ScriptedModel",
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "record",
+    "replay",
     "say",
     "tool_call",
+    # trace
+    "CALL_COLUMNS",
+    "canonical_request",
+    "request_sizes",
+    "set_tokenizer",
     # runtime
     "Agent",
     "AgentTool",
+    "Approval",
     "Handoff",
+    "HandoffConfig",
     "Limits",
+    "PendingCall",
     "PromptSection",
     "RunContext",
     "RunResult",
     "Tool",
     "ToolCallContext",
+    "approve_all",
     "assemble_prompt",
+    "reject_all",
     "run",
     "run_sync",
     "tool",
-    "HandoffConfig",
-    "Approval",
-    "PendingCall",
-    "approve_all",
-    "reject_all",
     # patterns (orchestration in code)
     "ChainResult",
     "FanOut",
@@ -190,26 +219,21 @@ __all__ = [
     "pipeline",
     "star",
     "verify_loop",
-    # trace
-    "CALL_COLUMNS",
-    "canonical_request",
-    "request_sizes",
-    "set_tokenizer",
     # measure
-    "scenarios",
-    "sweep",
-    "cost_table",
-    "cost_fit",
-    "breakdown",
-    "breakdown_growth",
-    "latency_series",
-    "verifier_table",
-    "critical_path",
-    "section_costs",
     "Price",
     "Prices",
     "add_cost",
+    "breakdown",
+    "breakdown_growth",
+    "cost_fit",
+    "cost_table",
+    "critical_path",
+    "latency_series",
     "plot",
+    "scenarios",
+    "section_costs",
+    "sweep",
+    "verifier_table",
     # notebook (imported on first use)
     "RunMonitor",
     "SweepDashboard",

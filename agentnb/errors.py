@@ -10,6 +10,8 @@ Every message says what happened and, where there is a choice, what to do about 
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AgentnbError(Exception):
     """Base class of every error agentnb raises."""
@@ -76,7 +78,7 @@ class ModelHTTPError(AgentRunError):
     """
 
     def __init__(
-        self, message: str, *, status: int | None = None, events: list[dict] | None = None
+        self, message: str, *, status: int | None = None, events: list[dict[str, Any]] | None = None
     ) -> None:
         super().__init__(message)
         self.status = status

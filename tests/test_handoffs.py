@@ -108,7 +108,7 @@ async def test_last_n_puts_back_the_users_request_when_the_window_cuts_it():
 
 
 def test_last_n_does_not_repeat_a_request_inside_the_window_nor_bring_back_a_reask():
-    reask = Message.user(REASK_PREFIX + " the answer was not valid JSON.")
+    reask = Message("user", REASK_PREFIX + " the answer was not valid JSON.", generated=True)
     history = [*CONVERSATION, Message.assistant("not json"), reask, Message.assistant("{}")]
     handoff = a.Handoff(specialist("Refunds", "unused"),
                         config=a.HandoffConfig(strategy="last_n", window=2))  # fmt: skip
@@ -116,6 +116,14 @@ def test_last_n_does_not_repeat_a_request_inside_the_window_nor_bring_back_a_rea
     handoff = a.Handoff(specialist("Refunds", "unused"),
                         config=a.HandoffConfig(strategy="last_n", window=4))  # fmt: skip
     assert handoff.forward(history) == history[-4:]  # the request is already in the window
+
+
+def test_the_users_message_is_known_by_its_mark_not_by_its_words():
+    own = Message.user(REASK_PREFIX + " my parcel, it never came.")  # the user's own words
+    history = [own, Message.assistant("looking"), Message.assistant("{}")]
+    handoff = a.Handoff(specialist("Refunds", "unused"),
+                        config=a.HandoffConfig(strategy="last_n", window=1))  # fmt: skip
+    assert handoff.forward(history) == [own, Message.assistant("{}")]
 
 
 class RefundRequest(BaseModel):

@@ -104,9 +104,9 @@ def test_closing_a_subtree_ends_only_its_running_spans_in_start_order():
     assert ended == [s["model_a"].span_id, s["deep_a"].span_id]
     assert s["model_a"].status == s["deep_a"].status == "timeout"
     assert s["done_a"].status == "ok" and s["sub_a"].ended is None and s["sub_b"].ended is None
-    trace.close_open("error")
-    assert all(span.ended is not None for span in trace.spans)
-    assert [s["run"].status, s["sub_b"].status, s["done_a"].status] == ["error", "error", "ok"]
+    trace.close_open_under(s["run"], "error")
+    assert [span for span in trace.spans if span.ended is None] == [s["run"]]
+    assert [s["sub_b"].status, s["done_a"].status] == ["error", "ok"]
 
 
 def test_spans_added_by_hand_are_still_closed():

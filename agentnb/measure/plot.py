@@ -66,7 +66,12 @@ def show_in_ipython(shell: Any = None) -> None:
         return
     from IPython.core.pylabtools import print_figure
 
-    png.for_type(Figure, lambda fig: print_figure(fig, "png", bbox_inches="tight"))
+    png.for_type(
+        Figure,
+        lambda fig: print_figure(  # type: ignore[no-untyped-call]
+            fig, "png", bbox_inches="tight"
+        ),
+    )
 
 
 def _integer_ticks(ax: Axes) -> None:

@@ -228,7 +228,8 @@ def run_job(fn: Callable[..., Any], params: dict[str, Any], index: int, rep: int
     thread = threading.Thread(target=lambda: box.update(out=asyncio.run(_one(fn, params))))
     thread.start()
     thread.join()
-    return box["out"]
+    out: dict[str, Any] = box["out"]
+    return out
 
 
 async def _on_executor(

@@ -46,7 +46,8 @@ def per_run(frame: pd.DataFrame, keys: list[str], extra: Sequence[str] = ()) -> 
         sums.loc[gaps[col] > 0, col.removeprefix("_gap_")] = float("nan")
     sums = sums.rename(columns={"_call": "model_calls"})
     firsts = group[[c for c in ("ok", "wall_s", "critical_s") if c in work]].first()
-    return pd.concat([sums, firsts], axis=1).reset_index()
+    table: pd.DataFrame = pd.concat([sums, firsts], axis=1).reset_index()
+    return table
 
 
 def _per_config(runs: pd.DataFrame, keys: list[str], values: Sequence[str]) -> pd.DataFrame:
@@ -64,7 +65,8 @@ def _per_config(runs: pd.DataFrame, keys: list[str], values: Sequence[str]) -> p
         column = table[col]
         if len(column) and column.notna().all() and (column % 1 == 0).all():
             table[col] = column.astype("int64")
-    return table.drop(columns=["_all"], errors="ignore")
+    done: pd.DataFrame = table.drop(columns=["_all"], errors="ignore")
+    return done
 
 
 def cost_table(

@@ -44,6 +44,9 @@ class Message:
     """For tool messages: which call this is the result of."""
     name: str | None = None
     """For tool messages: the tool's name."""
+    generated: bool = field(default=False, compare=False)
+    """True for a message agentnb wrote into the history in the user's role (the re-ask after
+    an answer that did not fit the output type): not the user's own words. Not sent."""
     size_cache: Any = field(default=None, init=False, repr=False, compare=False)
     """The trace's measured size of this message (`agentnb.trace.sizes.message_size`).
 

@@ -112,7 +112,8 @@ def resolve_output(name: str, ns: Mapping[str, Any], hidden: set[str]) -> type[B
             f"%%agent: --output {name} is not a pydantic model (a BaseModel subclass); "
             f"pydantic models in the namespace: {choices}"
         )
-    return value
+    model: type[BaseModel] = value
+    return model
 
 
 def the_agent(name: str, ns: Mapping[str, Any], hidden: set[str]) -> Agent:

@@ -111,7 +111,7 @@ def _preview(text: str) -> str:
 def _show(widget: Any) -> None:
     from IPython.display import display
 
-    display(widget)
+    display(widget)  # type: ignore[no-untyped-call]
 
 
 async def widget_approver(pending: PendingCall) -> Approval:

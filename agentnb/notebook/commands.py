@@ -153,5 +153,5 @@ def _monitor(agent: Agent, monitor: RunMonitor | bool) -> RunMonitor | None:
     from .monitor import RunMonitor
 
     shown = RunMonitor(agent.name) if monitor is True else monitor
-    display(shown)
+    display(shown)  # type: ignore[no-untyped-call]
     return shown

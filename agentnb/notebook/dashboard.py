@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..runtime.result import RunResult
 
 
-class SweepDashboard(widgets.VBox):
+class SweepDashboard(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """``SweepDashboard(max_k=6)``: sliders for sub-agents and latency, the multiplier against
     the single-agent baseline, and the timeline of the selected run."""
 

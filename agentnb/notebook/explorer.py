@@ -30,7 +30,7 @@ SIZE_PARTS = (
 """The components of "characters sent", in the order `agentnb.trace.sizes` defines them."""
 
 
-class TraceExplorer(widgets.HBox):
+class TraceExplorer(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
     """Click a span to see its sizes: ``TraceExplorer(result)`` (a `RunResult` or a `Trace`)."""
 
     def __init__(self, result: RunResult | Trace) -> None:

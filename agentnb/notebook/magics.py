@@ -195,12 +195,12 @@ class AgentMagics(Magics):
             ns[args.out] = result
         from IPython.display import display
 
-        display(result)
+        display(result)  # type: ignore[no-untyped-call]
 
     def _live(self) -> bool:
         if self.live == "auto":
-            return getattr(self.shell, "kernel", None) is not None
-        return self.live == "always"
+            return bool(getattr(self.shell, "kernel", None) is not None)
+        return bool(self.live == "always")
 
 
 def _one_line(exc: BaseException) -> str:

@@ -50,7 +50,7 @@ class AgentRow:
         return (self.ended if self.ended is not None else now) - self.started
 
 
-class RunMonitor(widgets.VBox):
+class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """Live progress of a run: ``display(monitor)`` then run with ``listeners=[monitor.listener]``
     (`agentnb.notebook.run_live` and ``%%agent_run`` do both)."""
 

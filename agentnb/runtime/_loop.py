@@ -13,9 +13,14 @@ import concurrent.futures
 import inspect
 import threading
 from collections.abc import Awaitable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import UserError
+
+if TYPE_CHECKING:
+    from ..models.types import Message
+    from .agent import Agent
+    from .result import RunResult
 
 T = TypeVar("T")
 
@@ -38,6 +43,14 @@ def background_loop() -> asyncio.AbstractEventLoop:
 
 def in_background_loop() -> bool:
     return _thread is not None and threading.current_thread() is _thread
+
+
+@overload
+def run_sync(target: Agent, input: str | list[Message], /, **options: Any) -> RunResult: ...
+
+
+@overload
+def run_sync(target: Awaitable[T], /) -> T: ...
 
 
 def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:

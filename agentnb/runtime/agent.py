@@ -7,7 +7,7 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from pydantic import BaseModel, TypeAdapter
 
@@ -19,7 +19,30 @@ from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, clean_schema, function_to
 if TYPE_CHECKING:
     from .agent_tool import AgentTool, NeedsApproval
     from .context import RunContext
+    from .handoffs import Handoff
+    from .prompt import PromptSection
     from .result import RunResult
+    from .state import AgentRun
+
+
+Instructions = Union[str, Sequence[Union["PromptSection", str]], Callable[[Any], str]]  # noqa: UP007
+"""A system prompt: text, prompt sections (`PromptSection` or text), or ``fn(context) -> str``."""
+
+ToolLike = Union[BaseTool, "Agent", Callable[..., Any]]  # noqa: UP007
+"""What ``Agent(tools=...)`` takes: a function (made a tool), a `Tool`, or an agent (``as_tool()``)."""
+
+OutputType = Union[type[BaseModel], types.UnionType]  # noqa: UP007
+"""A pydantic model class, or a union of them (``Approve | Reject``)."""
+
+
+class Route(Protocol):
+    """Routes an agent's structured answer in code (`agentnb.HandoffRoute` is one)."""
+
+    def output_type(self) -> Any:
+        """The output type the routed agent must answer with."""
+
+    def apply(self, output: Any, state: AgentRun) -> Any:
+        """A `Transfer` to another agent, or the final output."""
 
 
 @dataclass(eq=False)
@@ -28,23 +51,23 @@ class Agent:
 
     name: str
     """Shown in traces and paths; also the default tool name when the agent becomes a tool."""
-    instructions: Any = ""
+    instructions: Instructions = ""
     """The system prompt: a string, a list of `PromptSection`, or a callable ``context -> str``."""
     model: ModelClient | str | None = None
     """A model client, or a spec string such as ``"openai:gpt-4o-mini"``."""
-    tools: Sequence[Any] = field(default_factory=list)
+    tools: Sequence[ToolLike] = field(default_factory=list)
     """Functions (made tools), `Tool` objects, and agents (made tools with ``as_tool()``)."""
-    output_type: Any = None
+    output_type: OutputType | None = None
     """A pydantic model (or a union of them): the final answer is validated against it."""
     max_turns: int = 10
     """Model calls this agent may make in one run before it is stopped."""
-    handoffs: Sequence[Any] = field(default_factory=list)
+    handoffs: Sequence[Agent | Handoff] = field(default_factory=list)
     """Agents (or `Handoff` objects) this agent may transfer the conversation to."""
     description: str = ""
     """What the agent does, in a sentence: the default description when it becomes a tool."""
     output_retries: int = 1
     """How many times a final answer that fails ``output_type`` is re-asked before the run fails."""
-    route: Any = None
+    route: Route | None = None
     """A `HandoffRoute`: routes this agent's structured output to another agent in code."""
 
     def __post_init__(self) -> None:
@@ -69,7 +92,7 @@ class Agent:
     def tool_map(self) -> dict[str, BaseTool]:
         """The tools by name, functions and agents converted; duplicate names are an error."""
         cache_key = (tuple(map(id, self.tools)), tuple(map(id, self.handoffs)))  # every run asks
-        cached = self.__dict__.get("_tool_cache")
+        cached: tuple[Any, dict[str, BaseTool]] | None = self.__dict__.get("_tool_cache")
         if cached is not None and cached[0] == cache_key:
             return cached[1]
         tools: dict[str, BaseTool] = {}
@@ -97,10 +120,13 @@ class Agent:
     def output_adapter(self) -> tuple[TypeAdapter[Any], OutputSchema] | None:
         if self.output_type is None:
             return None
-        cached = self.__dict__.get("_output_cache")
+        cached: tuple[Any, tuple[TypeAdapter[Any], OutputSchema]] | None = self.__dict__.get(
+            "_output_cache"
+        )
         if cached is not None and cached[0] is self.output_type:
             return cached[1]
-        adapter: TypeAdapter[Any] = TypeAdapter(self.output_type)
+        output_type: Any = self.output_type  # a class or a union: pydantic takes both
+        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         union = _is_union(self.output_type)
         members = typing.get_args(self.output_type) if union else (self.output_type,)
         # one model: "verdict"; a union: "refusal_or_approval"

@@ -361,8 +361,8 @@ class AgentTool(BaseTool):
         if self.input_builder is not None:
             return str(self.input_builder(parsed, ctx))
         if self.input_schema is not None:
-            return parsed.model_dump_json()
-        text = parsed.input
+            return str(parsed.model_dump_json())
+        text: str = parsed.input
         for handle in parsed.artifacts:
             if handle not in ctx.artifacts:
                 known = ", ".join(ctx.artifacts) or "none"

@@ -29,7 +29,6 @@ from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
 from .handoff_filters import HistoryFilter, last_messages
-from .runner import REASK_PREFIX
 from .tools import BaseTool, ToolCallContext, brief_errors, clean_schema
 from .transfer import Transfer
 
@@ -291,7 +290,7 @@ def last_with_request(messages: list[Message], n: int) -> list[Message]:
 
 def _is_users(message: Message) -> bool:
     """A message the user wrote (the run loop's re-ask after a bad answer is not one)."""
-    return message.role == "user" and not (message.content or "").startswith(REASK_PREFIX)
+    return message.role == "user" and not message.generated
 
 
 def user_message(messages: list[Message]) -> str:

@@ -210,7 +210,7 @@ def resolve_model(agent: Agent) -> ModelClient:
 
 
 REASK_PREFIX = "Your answer could not be read as"
-"""How a re-ask for a structured answer starts; handoffs use it to find the user's own message."""
+"""How a re-ask for a structured answer starts (the message is marked ``generated``)."""
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
@@ -296,12 +296,11 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
                         f"after {reasks + 1} attempt(s): {_errors(exc)}"
                     ) from None
                 reasks += 1
-                state.messages.append(
-                    Message.user(
-                        f"{REASK_PREFIX} {schema.name if schema else 'the output'}: {_errors(exc)}. "
-                        "Reply again with only a JSON object that matches the schema."
-                    )
+                reask = (
+                    f"{REASK_PREFIX} {schema.name if schema else 'the output'}: {_errors(exc)}. "
+                    "Reply again with only a JSON object that matches the schema."
                 )
+                state.messages.append(Message("user", reask, generated=True))
                 continue
         if agent.route is not None:
             routed = agent.route.apply(output, state)

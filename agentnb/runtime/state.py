@@ -36,6 +36,6 @@ class AgentRun:
     usage: Usage = field(default_factory=Usage)
     chars_in: int = 0
     handoffs: list[str] = field(default_factory=list)
+    """Names of the agents control passed to, in order."""
     tally: HistoryTally = field(default_factory=HistoryTally, repr=False)
     """Running size and token sums over ``messages``: a turn measures only what is new."""
-    """Names of the agents control passed to, in order."""

@@ -216,7 +216,7 @@ def tool(
 
 
 def function_tool(
-    fn: Callable[..., Any],
+    fn: Callable[..., Any] | BaseTool,
     *,
     name: str | None = None,
     description: str | None = None,
@@ -357,7 +357,7 @@ def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
             return [clean(v) for v in node]
         return node
 
-    out = clean(schema)
+    out: dict[str, Any] = clean(schema)
     out.pop("additionalProperties", None)
     out.pop("description", None)  # a model's docstring: the tool's description says it already
     return out

@@ -12,9 +12,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .calls import CALL_COLUMNS, CallRow
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["CALL_COLUMNS", "CallRow", "Listener", "Span", "SpanKind", "Trace"]
 
 SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval"]
 """``approval``: time a call waited for a person (or an approver) to allow it, kept apart
@@ -119,12 +124,6 @@ class Trace:
             for listener in self.listeners:
                 listener("end", span)
 
-    def close_open(self, status: str) -> None:
-        """End every span still running (after a timeout, an error or an interrupt)."""
-        for span in list(self._open.values()) if self._indexed() else self.spans:
-            if span.ended is None:
-                self.end(span, status)
-
     def close_open_under(self, root: Span, status: str) -> None:
         """End every running span below ``root`` (a sub-agent that timed out or failed)."""
         if self._indexed():
@@ -206,7 +205,7 @@ class Trace:
             (parent["children"] if parent is not None else roots).append(node)
         return roots
 
-    def calls_frame(self) -> Any:
+    def calls_frame(self) -> pd.DataFrame:
         """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame), in the
         order the calls started: rows are recorded as calls finish, and sub-agents running in
         parallel finish in any order, but a table reads best in the order the calls were made."""
@@ -218,7 +217,7 @@ class Trace:
             return pd.DataFrame({c: [] for c in columns}, columns=columns)
         return pd.DataFrame.from_records([r.values() for r in rows], columns=columns)
 
-    def spans_frame(self) -> Any:
+    def spans_frame(self) -> pd.DataFrame:
         """One row per span (all kinds), for filtering and timelines."""
         import pandas as pd
 

@@ -90,7 +90,7 @@ def message_tokens(message: Message, count: Encoder, method: str) -> int:
     key = (method, _state["generation"])
     cached = message.tokens_cache
     if cached is not None and cached[0] == key:
-        return cached[1]
+        return int(cached[1])
     n = count(message.content or "") if message.content else 0
     for call in message.tool_calls:
         n += count(call.arguments)
