@@ -5,10 +5,12 @@ and a real kernel of it to run cells in (`running_kernel`, `execute`)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import queue
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,22 +19,29 @@ from typing import Any
 import comm
 import pytest
 from jupyter_client import KernelClient, KernelManager
+from jupyter_core.utils import ensure_event_loop
 
 
 class RecordingComm:
-    """Stands in for the kernel's comm: keeps every message a widget sends."""
+    """Stands in for the kernel's comm: keeps every message a widget sends, and delivers
+    messages from a pretend browser to the widget (`from_frontend`)."""
 
     comm_id = "dummy"
     kernel = "a kernel"  # ipywidgets only sends when the comm has a kernel
 
-    def __init__(self) -> None:
+    def __init__(self, **kwargs: Any) -> None:
+        self.opened = kwargs
         self.messages: list[dict[str, Any]] = []
+        self.handler: Callable[[], Any] = lambda: None
+        self.closed = False
 
     def open(self, *args: Any, **kwargs: Any) -> None:
         pass
 
-    def on_msg(self, *args: Any, **kwargs: Any) -> None:
-        pass
+    def on_msg(self, callback: Any) -> None:
+        # Held weakly, as the kernel's comm manager does not keep a widget alive either: a
+        # widget nobody holds is collected, and closes its comm then.
+        self.handler = weakref.WeakMethod(callback)
 
     def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
         self.messages.append(data or {})
@@ -40,7 +49,11 @@ class RecordingComm:
     def close(self, *args: Any, **kwargs: Any) -> None:
         self.closed = True
 
-    closed = False
+    def from_frontend(self, data: dict[str, Any]) -> None:
+        """Deliver a message as the browser would (the kernel thread calls the handler)."""
+        handle = self.handler()
+        assert handle is not None, "the widget of this comm was collected"
+        handle({"content": {"data": data}, "buffers": []})
 
 
 class CommLog:
@@ -48,7 +61,7 @@ class CommLog:
         self.comms: list[RecordingComm] = []
 
     def create(self, **kwargs: Any) -> RecordingComm:
-        made = RecordingComm()
+        made = RecordingComm(**kwargs)
         self.comms.append(made)
         return made
 
@@ -108,6 +121,11 @@ def running_kernel(tmp: Path) -> Iterator[tuple[KernelManager, KernelClient]]:
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+        # jupyter_client's blocking calls run on an event loop that jupyter_core makes for this
+        # thread and never closes: close it here, or it (and its two self-pipe sockets) is
+        # left for the garbage collector to report as unclosed, in whichever test runs then.
+        ensure_event_loop().close()
+        asyncio.set_event_loop(None)
 
 
 def execute(

@@ -18,12 +18,6 @@ pytest.importorskip("anthropic")  # imported here: it takes seconds, better at c
 KEY = "sk-ant-test-0123456789abcdef"
 
 
-@pytest.fixture(autouse=True)
-def _no_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-
-
 def claude(server: FakeAnthropicServer, **options: object) -> a.AnthropicModel:
     return a.AnthropicModel("claude-test", base_url=server.url, api_key=KEY,
                             backoff=0.0, **options)  # type: ignore[arg-type]  # fmt: skip

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import uuid
 from typing import Any
 
 import pytest
@@ -206,40 +205,11 @@ def test_approve_all_and_bool_answers():
 # -- the notebook widget, through a dummy comm -------------------------------------------
 
 
-class DummyComm:
-    """Stands in for the kernel's comm: records what the widget sends, keeps its handler."""
-
-    kernel = "a kernel"
-
-    def __init__(self, **kwargs: Any) -> None:
-        self.comm_id = uuid.uuid4().hex
-        self.opened = kwargs
-        self.messages: list[Any] = []
-        self.handler: Any = None
-
-    def open(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def on_msg(self, callback: Any) -> None:
-        self.handler = callback
-
-    def send(self, data: Any = None, buffers: Any = None, **kwargs: Any) -> None:
-        self.messages.append(data)
-
-    def close(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def from_frontend(self, data: dict[str, Any]) -> None:
-        """Deliver a message as the browser would (the kernel thread calls the handler)."""
-        self.handler({"content": {"data": data}, "buffers": []})
-
-
 @pytest.fixture
-def notebook(monkeypatch: pytest.MonkeyPatch) -> list[approval_widget.ApprovalPrompt]:
+def notebook(
+    monkeypatch: pytest.MonkeyPatch, dummy_comm: Any
+) -> list[approval_widget.ApprovalPrompt]:
     """A fake notebook: widgets talk to dummy comms; prompts shown are collected."""
-    import comm
-
-    monkeypatch.setattr(comm, "create_comm", lambda **kwargs: DummyComm(**kwargs))
     monkeypatch.setattr(approval, "in_notebook", lambda: True)
     shown: list[approval_widget.ApprovalPrompt] = []
     original = approval_widget.ApprovalPrompt

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from jupyter_client import KernelClient
+from jupyter_core.utils import ensure_event_loop
 from notebook_support import errors, execute, running_kernel
 
 SETUP = """
@@ -82,13 +83,18 @@ def test_a_cell_blocked_in_run_sync_asks_on_stdin_and_a_reason_rejects(kernel):
     answered: list[str] = []
 
     def person() -> None:
-        request = kernel.get_stdin_msg(timeout=30)
-        answered.append(request["content"]["prompt"])
-        kernel.input("ask finance first")
+        try:
+            request = kernel.get_stdin_msg(timeout=30)
+            answered.append(request["content"]["prompt"])
+            kernel.input("ask finance first")
+        finally:  # the event loop jupyter_core made for this thread's blocking calls
+            ensure_event_loop().close()
 
-    threading.Thread(target=person, daemon=True).start()
+    thread = threading.Thread(target=person, daemon=True)
+    thread.start()
     cell = run_cell(kernel, f"boss, bm = team()\nres = a.run_sync(boss, 'go')\n{REPORT}",
                     allow_stdin=True)  # fmt: skip
+    thread.join(timeout=30)
 
     assert answered == ["Approve? y = yes; a reason (or n) rejects: "]
     out = printed(cell)

@@ -9,18 +9,11 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from notebook_support import CommLog, record_comms
 from pydantic import BaseModel
 from traitlets.config import Config
 
 import agentnb as a
 from agentnb.notebook import AgentMagics, RunMonitor, agent_timeout
-
-
-@pytest.fixture
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> CommLog:
-    """Widgets in this test send to a recording comm, as in ipywidgets' own tests."""
-    return record_comms(monkeypatch)
 
 
 class Verdict(BaseModel):
@@ -288,8 +281,6 @@ def test_everything_the_magics_do_is_a_plain_call():
 def test_a_run_that_cannot_start_is_a_usage_error_and_leaves_no_monitor(
     ip, dummy_comm, monkeypatch
 ):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     _magics(ip).live = "always"
     cell(ip, "agent", "remote --model openai:gpt-4o-mini", "Hi.")
 

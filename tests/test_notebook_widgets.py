@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-from notebook_support import CommLog, record_comms
-
 import agentnb as a
 from agentnb.notebook import RunMonitor, TraceExplorer
-
-
-@pytest.fixture
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> CommLog:
-    """Widgets in this test send to a recording comm, as in ipywidgets' own tests."""
-    return record_comms(monkeypatch)
 
 
 def team(n: int = 2, latency: float = 0.0) -> a.Agent:

@@ -289,8 +289,6 @@ def test_the_key_never_appears_in_anything_agentnb_shows_or_writes(server, tmp_p
 
 
 def test_a_missing_key_is_reported_before_any_request(monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
 
     with pytest.raises(a.UserError, match="set the OPENAI_API_KEY environment variable"):
         a.OpenAIModel("gpt-4o-mini")
@@ -299,7 +297,6 @@ def test_a_missing_key_is_reported_before_any_request(monkeypatch):
 
 
 def test_a_local_server_needs_no_key(server, monkeypatch):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.setenv("OPENAI_BASE_URL", server.url)
     server.script = [completion("local answer")]
 
@@ -372,6 +369,7 @@ def test_backoff_grows_and_honours_retry_after():
     assert scrub("key sk-proj-abc123********wxyz here") == "key [redacted key] here"
 
 
+@pytest.mark.live  # keeps the provider's environment (tests/conftest.py clears it elsewhere)
 @pytest.mark.skipif(
     not (os.environ.get("OPENAI_API_KEY") and os.environ.get("AGENTNB_LIVE") == "1"),
     reason="needs OPENAI_API_KEY and AGENTNB_LIVE=1 (reaches api.openai.com)",
