@@ -75,6 +75,43 @@ async def side_by_side(
     return wall, cpu
 
 
+def agentnb_hierarchy_fresh(reviewers: int = REVIEWERS) -> Case:
+    """The hierarchy of `agentnb_hierarchy`, its agents, models and tools built anew for every
+    run (as a sweep does), the calls counted from the trace without building a DataFrame."""
+
+    def build() -> nb.Agent:
+        subs = [
+            nb.Agent(
+                f"reviewer_{i}",
+                "Assess the clause from your profile.",
+                nb.ScriptedModel([nb.say(OPINION)]),
+            ).as_tool(description="Opinion on a clause.")
+            for i in range(reviewers)
+        ]
+        script = [
+            [nb.tool_call(f"reviewer_{i}", input=TASK) for i in range(reviewers)],
+            nb.say("synthesis"),
+        ]
+        return nb.Agent(
+            "coordinator",
+            "Consult every reviewer, then synthesise.",
+            nb.ScriptedModel(script),
+            tools=subs,
+        )
+
+    async def run_fresh() -> Any:
+        return await nb.run(build(), TASK)
+
+    return Case(
+        f"hierarchy, {reviewers} sub-agents, agents built anew every run",
+        "agentnb",
+        reviewers + 2,
+        run_fresh,
+        lambda: None,
+        _expect(reviewers + 2, "synthesis"),
+    )
+
+
 def _rewind(models: list[nb.ScriptedModel]) -> Callable[[], None]:
     def reset() -> None:
         for model in models:

@@ -2,8 +2,10 @@
 
 The model answers instantly, so everything measured is the framework: building requests,
 running tools and sub-agents, and agentnb's trace (spans, per-call rows, character and token
-counts), which stays on. Cases: one agent in a tool loop, and a coordinator that calls three
-sub-agents in one turn and then synthesises (five model calls per run).
+counts), which stays on. Cases: one agent in a tool loop; a coordinator that calls three
+sub-agents in one turn and then synthesises (five model calls per run); and that hierarchy
+with its agents built anew for every run, as a sweep builds them (the calls counted from the
+trace, no DataFrame built).
 
 With openai-agents installed, the same two workloads run on it in the same process, in
 interleaved blocks, and the ratio of the medians is reported.
@@ -16,7 +18,14 @@ import statistics
 from typing import Any
 
 from . import _openai_agents as oa
-from ._cases import REVIEWERS, Case, agentnb_hierarchy, agentnb_single, side_by_side
+from ._cases import (
+    REVIEWERS,
+    Case,
+    agentnb_hierarchy,
+    agentnb_hierarchy_fresh,
+    agentnb_single,
+    side_by_side,
+)
 from ._stats import Row, at_least, row, summarize, timed_row
 
 TARGET_US = 100.0
@@ -31,6 +40,7 @@ def bench_overhead(
     pairs: list[tuple[Case, Case | None]] = [
         (agentnb_single(), oa.single() if with_oa else None),
         (agentnb_hierarchy(reviewers), oa.hierarchy(reviewers) if with_oa else None),
+        (agentnb_hierarchy_fresh(reviewers), None),  # a sweep's case: nothing reused
     ]
     cases = [c for pair in pairs for c in pair if c is not None]
     samples, cpu = asyncio.run(side_by_side(cases, runs, block))

@@ -1,9 +1,10 @@
 """Run agentnb's benchmarks: ``python -m benchmarks [--quick] [--out FILE.json] [--only NAMES]``.
 
 Prints a markdown table and writes every figure, with the machine it was measured on, as JSON
-(``benchmarks/results/latest.json`` by default), and the table beside it (``latest.md``). ``--quick`` uses smaller sizes and fewer
-repetitions and finishes in under a minute; its figures are for checking that the harness
-works, the full run's are the ones to publish. See benchmarks/README.md for how to read them.
+(``benchmarks/results/latest.json`` by default), and the table beside it (``latest.md``).
+``--quick`` uses smaller sizes and fewer repetitions and finishes in under a minute; its figures
+are for checking that the harness works, so they go to a temporary directory unless ``--out``
+says where (the committed results are the full run's). See benchmarks/README.md for how to read them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import gc
 import json
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +33,9 @@ from benchmarks.token_cache import bench_token_cache  # noqa: E402
 from benchmarks.trace_scale import bench_trace_scale  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "latest.json"
+"""Where a full run writes: the committed results."""
+QUICK_OUT = Path(tempfile.gettempdir()) / "agentnb-benchmarks" / "quick.json"
+"""Where ``--quick`` writes unless ``--out`` says otherwise: never over the committed results."""
 
 Bench = Callable[..., dict[str, Any]]
 
@@ -89,7 +94,13 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--quick", action="store_true", help="small sizes, under a minute")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write the JSON")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"where to write the JSON (default: {DEFAULT_OUT.name} in benchmarks/results/, "
+        f"or {QUICK_OUT} with --quick)",
+    )
     parser.add_argument(
         "--only", default="", help=f"comma-separated subset of: {', '.join(PLAN)} (default: all)"
     )
@@ -103,14 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in PLAN]
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; choose from {', '.join(PLAN)}")
+    out: Path = args.out or (QUICK_OUT if args.quick else DEFAULT_OUT)
     results = run_all(names, quick=args.quick, compare=not args.no_openai_agents)
     table = markdown(results)
     print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n")
-    table_file = args.out.with_suffix(".md")  # the table as printed, ready for a README
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str) + "\n")
+    table_file = out.with_suffix(".md")  # the table as printed, ready for a README
     table_file.write_text(table + "\n")
-    print(f"\nwritten: {args.out} and {table_file.name}", file=sys.stderr)
+    print(f"\nwritten: {out} and {table_file.name}", file=sys.stderr)
     return 0
 
 

@@ -61,6 +61,7 @@ def test_overhead_times_both_agentnb_cases():
     assert [r["case"] for r in per_call] == [
         "agentnb · single agent, tool loop",
         "agentnb · hierarchy, 3 sub-agents",
+        "agentnb · hierarchy, 3 sub-agents, agents built anew every run",
     ]
     assert all(r["spread"]["n"] == 3 and r["value"] > 0 for r in per_call)
 
@@ -147,3 +148,14 @@ def test_the_runner_refuses_unknown_benchmarks(capsys):
         main(["--only", "nope"])
     assert "unknown benchmark" in capsys.readouterr().err
     assert set(PLAN) == {"cost", "token_cache", "fanout", "sweep", "overhead", "trace_scale"}
+
+
+def test_a_quick_run_does_not_overwrite_the_published_results(tmp_path, monkeypatch):
+    import benchmarks.run as runner
+
+    published = tmp_path / "latest.json"
+    monkeypatch.setattr(runner, "DEFAULT_OUT", published)
+    monkeypatch.setattr(runner, "QUICK_OUT", tmp_path / "quick" / "quick.json")
+    assert main(["--quick", "--only", "cost"]) == 0
+    assert not published.exists()
+    assert json.loads((tmp_path / "quick" / "quick.json").read_text())["quick"] is True
