@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -67,8 +67,7 @@ NeedsApproval = Union[bool, Callable[[PendingCall], Union[bool, Awaitable[bool]]
 """``True`` (every call), ``False`` (none), or ``callable(pending) -> bool`` (sync or async)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Admitted:
+class _Admitted(NamedTuple):
     """A call that passed the guards and the approval: what the sub-agent runs on."""
 
     text: str

@@ -18,14 +18,16 @@ class DeadlinePassed(Exception):
     """The deadline given to `within` passed before the work finished."""
 
 
-async def within(work: Awaitable[T], seconds: float | None) -> T:
-    """Await ``work``, cancelled after ``seconds`` (None: no deadline).
+def within(work: Awaitable[T], seconds: float | None) -> Awaitable[T]:
+    """``work`` to await, cancelled after ``seconds`` (None: ``work`` itself, no deadline).
 
-    Raises `DeadlinePassed` when the deadline passes; a ``TimeoutError`` raised inside
-    ``work`` propagates as itself.
+    Awaiting it raises `DeadlinePassed` when the deadline passes; a ``TimeoutError`` raised
+    inside ``work`` propagates as itself.
     """
-    if seconds is None:
-        return await work
+    return work if seconds is None else _within(work, seconds)
+
+
+async def _within(work: Awaitable[T], seconds: float) -> T:
     try:
         return await asyncio.wait_for(_own_timeouts(work), seconds)
     except asyncio.TimeoutError:
