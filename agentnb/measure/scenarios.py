@@ -20,7 +20,9 @@ The scenarios:
   * ``"handle"`` — the clause is the run's input and the coordinator forwards it by the handle
     ``input`` (``artifacts=["input"]``): it writes a one-line task, the runtime attaches the text;
   * ``"attached"`` — ``run(coordinator, "Review the attached clause.", artifacts={"clause":
-    CLAUSE})``: the coordinator routes the handle ``clause`` without ever reading the clause.
+    CLAUSE})``: the coordinator routes the handle ``clause`` without ever reading the clause;
+  * ``"team"`` — attached as above, with the reviewers behind one `agentnb.team` tool (one
+    tool spec whose ``member`` enum names them) instead of one tool each.
 
   In every mode each reviewer's request holds the full clause. ``k=0`` is the baseline: the
   generalist alone (the same run for every mode: it reads the clause once).
@@ -49,6 +51,7 @@ from ..models.types import ModelRequest
 from ..runtime.agent import Agent
 from ..runtime.result import RunResult
 from ..runtime.runner import run
+from ..runtime.team import team
 
 # -- the contract-review cost scenario ---------------------------------------------------------
 
@@ -70,10 +73,10 @@ article used (its opinions were about 244 characters)."""
 COST_KS = (1, 2, 3, 5)
 """The numbers of sub-agents the article measured."""
 
-COST_MODES = ("inline", "handle", "attached")
+COST_MODES = ("inline", "handle", "attached", "team")
 """How the clause reaches the reviewers; see the module docstring."""
 
-CostMode = Literal["inline", "handle", "attached"]
+CostMode = Literal["inline", "handle", "attached", "team"]
 
 REVIEW_TASK = "Review the clause."
 """What the coordinator writes as each tool call's ``input`` when it passes the clause by handle."""
@@ -85,6 +88,7 @@ _GENERALIST = "Review the clause from every profile."
 _REVIEWER = "Review the clause from your own profile and quote the words you rely on."
 _COORDINATOR = "Ask every reviewer, then synthesise."
 _OPINION_TOOL = "Opinion on a clause."
+_TEAM = "reviewers"
 
 
 @dataclass(frozen=True)
@@ -120,14 +124,19 @@ def cost_scenario(k: int, mode: CostMode = "inline", latency: float = 0.0) -> Sc
     tools = [r.as_tool(f"opinion_{i}", _OPINION_TOOL) for i, r in enumerate(reviewers, 1)]
     if mode == "inline":
         calls = [tool_call(t.name, input=CLAUSE) for t in tools]
+    elif mode == "team":
+        calls = [
+            tool_call(_TEAM, member=t.name, input=REVIEW_TASK, artifacts=["clause"]) for t in tools
+        ]
     else:
         handle = "input" if mode == "handle" else "clause"
         calls = [tool_call(t.name, input=REVIEW_TASK, artifacts=[handle]) for t in tools]
     script: list[Step] = [calls, say(f"Synthesis of {k} opinions.")]
+    shape = [team(tools, name=_TEAM)] if mode == "team" else tools
     coordinator = Agent(
-        "coordinator", _COORDINATOR, ScriptedModel(script, latency, name="coordinator"), tools
+        "coordinator", _COORDINATOR, ScriptedModel(script, latency, name="coordinator"), shape
     )
-    if mode == "attached":
+    if mode in ("attached", "team"):
         return Scenario(coordinator, ATTACHED_INPUT, {"clause": CLAUSE})
     return Scenario(coordinator, CLAUSE)
 

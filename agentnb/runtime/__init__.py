@@ -8,6 +8,7 @@ from .handoffs import Handoff, HandoffConfig
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
 from .runner import run
+from .team import TeamTool, team
 from .tools import Tool, ToolCallContext, tool
 from .transfer import Transfer
 
@@ -20,11 +21,13 @@ __all__ = [
     "PromptSection",
     "RunContext",
     "RunResult",
+    "TeamTool",
     "Tool",
     "ToolCallContext",
     "Transfer",
     "assemble_prompt",
     "run",
     "run_sync",
+    "team",
     "tool",
 ]
