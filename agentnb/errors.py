@@ -56,6 +56,23 @@ class RunCancelled(AgentRunError):
     """The run was interrupted (Kernel -> Interrupt, Ctrl-C, or a cancelled task)."""
 
 
+class GuardrailTripped(AgentRunError):
+    """A guardrail's tripwire fired (or a tool guardrail said stop): the run ends here.
+
+    ``guardrail`` is its name, ``agent`` the agent (or tool) it checked, ``stage`` what it
+    checked (``input``, ``output``, ``tool_input``, ``tool_output``), ``info`` what it reported.
+    """
+
+    def __init__(
+        self, message: str, *, guardrail: str, agent: str, stage: str, info: object = None
+    ) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.agent = agent
+        self.stage = stage
+        self.info = info
+
+
 class ModelBehaviorError(AgentRunError):
     """The model produced something the runtime cannot act on."""
 
@@ -91,6 +108,7 @@ __all__ = [
     "AgentRunError",
     "AgentnbError",
     "BudgetExceeded",
+    "GuardrailTripped",
     "MaxTurnsExceeded",
     "ModelBehaviorError",
     "ModelHTTPError",

@@ -225,13 +225,13 @@ def test_bad_agent_cells_are_one_line_usage_errors(ip, line, message):
     assert "boss" not in ip.user_ns
 
 
-def test_an_undocumented_tool_function_is_a_usage_error_too(ip):
-    def bare() -> str:
+def test_a_tool_function_the_model_cannot_call_is_a_usage_error(ip):
+    def spread(*items: str) -> str:
         return "x"
 
-    ip.user_ns["bare"] = bare
-    with pytest.raises(UsageError, match=r"^%%agent: Tool 'bare' has no description"):
-        ip.run_cell_magic("agent", "boss --model boss_model --tools bare", "Hi.")
+    ip.user_ns["spread"] = spread
+    with pytest.raises(UsageError, match=r"^%%agent: Tool 'spread': \*args and \*\*kwargs"):
+        ip.run_cell_magic("agent", "boss --model boss_model --tools spread", "Hi.")
 
 
 BAD_RUN = [

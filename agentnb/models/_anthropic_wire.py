@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from ._openai_wire import schema_instruction
+from ._openai_wire import _check_tool_name, schema_instruction
+from .settings import ModelSettings, unsupported
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
 
 StructuredMode = Literal["tool", "native", "prompt"]
@@ -148,7 +149,55 @@ def request_to_wire(
         body["output_config"] = {"format": {"type": "json_schema", "schema": schema.schema}}
     if tools:
         body["tools"] = tools
+    if request.settings is not None:
+        _apply_settings(body, request.settings, request, mode)
     return body
+
+
+def _apply_settings(
+    body: dict[str, Any], settings: ModelSettings, request: ModelRequest, mode: StructuredMode
+) -> None:
+    """The Messages API's names for `ModelSettings` (raises `UserError` before any request)."""
+    if settings.seed is not None:
+        raise unsupported("The Anthropic Messages API", "seed", settings.seed, "it has no seed")
+    for name in ("temperature", "top_p"):
+        value = getattr(settings, name)
+        if value is not None:
+            body[name] = value
+    if settings.max_tokens is not None:
+        body["max_tokens"] = settings.max_tokens
+    if settings.stop is not None:
+        body["stop_sequences"] = list(settings.stop)
+    choice = settings.tool_choice
+    output_tool = request.output_schema is not None and mode == "tool"
+    if choice is not None and (request.tools or output_tool):
+        if choice == "none" and output_tool:
+            raise unsupported(
+                "Anthropic's structured output in 'tool' mode",
+                "tool_choice",
+                choice,
+                "the answer is given through a tool; use AnthropicModel(structured='native')",
+            )
+        if choice == "auto":
+            body["tool_choice"] = {"type": "auto"}
+        elif choice == "required":
+            body["tool_choice"] = {"type": "any"}
+        elif choice == "none":
+            body["tool_choice"] = {"type": "none"}
+        else:
+            _check_tool_name(choice, request, "The Anthropic Messages API")
+            body["tool_choice"] = {"type": "tool", "name": choice}
+    elif choice not in (None, "auto", "none"):
+        raise unsupported(
+            "The Anthropic Messages API", "tool_choice", choice, f"{request.agent} has no tools"
+        )
+    if settings.parallel_tool_calls is False and "tools" in body:
+        body["tool_choice"] = {
+            **body.get("tool_choice", {"type": "auto"}),
+            "disable_parallel_tool_use": True,
+        }
+    if settings.extra:  # the client sends extra_body's fields in the request's JSON as they are
+        body["extra_body"] = dict(settings.extra)
 
 
 _STOP: dict[str, StopReason] = {

@@ -124,7 +124,8 @@ class AnthropicModel:
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
             body = request_to_wire(self.model, request, self.structured, self.max_tokens)
-            extra = {"extra_body": self.params} if self.params else {}
+            params = {**(self.params or {}), **body.pop("extra_body", {})}  # ModelSettings.extra
+            extra = {"extra_body": params} if params else {}
 
             async def attempt() -> Any:
                 return await client.messages.with_raw_response.create(

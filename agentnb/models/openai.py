@@ -141,7 +141,8 @@ class OpenAIModel:
                 body = request_to_wire(
                     self.model, request, mode, max_tokens_param=self._max_tokens_param
                 )
-                extra = {"extra_body": self.params} if self.params else {}
+                params = {**(self.params or {}), **body.pop("extra_body", {})}  # ModelSettings.extra
+                extra = {"extra_body": params} if params else {}
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
                 )

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .settings import ModelSettings
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -93,6 +96,8 @@ class ModelRequest:
     agent: str = ""
     """The name of the agent making the call: for error messages and recordings, not sent."""
     max_output_tokens: int | None = None
+    settings: ModelSettings | None = None
+    """Sampling and tool-choice settings (`ModelSettings`); None: the provider's defaults."""
 
     @property
     def last_user_text(self) -> str:

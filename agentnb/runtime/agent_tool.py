@@ -12,18 +12,27 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import AgentRunError, BudgetExceeded, MaxTurnsExceeded, ReplayMismatch, UserError
+from ..errors import (
+    AgentRunError,
+    BudgetExceeded,
+    GuardrailTripped,
+    MaxTurnsExceeded,
+    ReplayMismatch,
+    UserError,
+)
 from ..models.types import Message
 from .context import RunContext, TokenBudget
 from .result import RunResult
 from .runner import _InnerTimeout, _own_timeouts, agent_loop
 from .state import AgentRun
+from .approval import check_needs_approval
+from .tool_guardrails import check_tool_guardrails
 from .tools import Tool, ToolCallContext, _brief, _clean_schema, result_text, truncate
 
 if TYPE_CHECKING:
@@ -63,8 +72,14 @@ class AgentTool(Tool):
     - ``max_result_chars``: the longest answer handed back (longer ones are cut, with a note);
     - ``input_schema`` + ``input_builder(parsed, context) -> str``: structured input;
     - ``extractor(result) -> str``: what goes back to the caller;
-    - ``needs_approval``: ``True`` or ``callable(call) -> bool``; see `agentnb.Approval`.
+    - ``needs_approval``: ``True`` or ``callable(ctx, arguments) -> bool`` (or, as before,
+      ``callable(pending) -> bool``); see `agentnb.Approval`;
+    - ``input_guardrails`` / ``output_guardrails``: tool guardrails (see `agentnb.ToolGuardrail`);
+    - ``propagate_guardrails``: a guardrail tripped inside the sub-agent ends the whole run
+      instead of becoming ``ERROR: ...`` text for the caller.
     """
+
+    approval_here: ClassVar[bool] = False  # asked in invoke(), after the depth and path guards
 
     agent: Agent | None = None
     max_turns: int | None = None
@@ -73,8 +88,8 @@ class AgentTool(Tool):
     input_schema: type[BaseModel] | None = None
     input_builder: Callable[[Any, RunContext], str] | None = None
     extractor: Callable[[RunResult], str] | None = None
-    needs_approval: Any = False
     options: dict[str, Any] = field(default_factory=dict)
+    propagate_guardrails: bool = False
 
     @classmethod
     def build(
@@ -91,6 +106,9 @@ class AgentTool(Tool):
         input_builder: Callable[[Any, RunContext], str] | None = None,
         extractor: Callable[[RunResult], str] | None = None,
         needs_approval: Any = False,
+        input_guardrails: Sequence[Callable[..., Any]] | None = None,
+        output_guardrails: Sequence[Callable[..., Any]] | None = None,
+        propagate_guardrails: bool = False,
     ) -> AgentTool:
         tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
@@ -113,12 +131,11 @@ class AgentTool(Tool):
             raise UserError(
                 "input_builder needs input_schema: the builder receives the parsed schema object"
             )
-        if (
-            needs_approval is not False
-            and needs_approval is not True
-            and not callable(needs_approval)
-        ):
-            raise UserError("needs_approval must be True, False or a callable(call) -> bool")
+        check_needs_approval(needs_approval, "as_tool")
+        checks = (
+            check_tool_guardrails(input_guardrails, "as_tool(input_guardrails=...)"),
+            check_tool_guardrails(output_guardrails, "as_tool(output_guardrails=...)"),
+        )
         parameters = (
             _clean_schema(input_schema.model_json_schema()) if input_schema else _DEFAULT_SCHEMA
         )
@@ -139,6 +156,9 @@ class AgentTool(Tool):
             input_builder=input_builder,
             extractor=extractor,
             needs_approval=needs_approval,
+            input_guardrails=checks[0],
+            output_guardrails=checks[1],
+            propagate_guardrails=bool(propagate_guardrails),
         )
 
     async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
@@ -223,6 +243,11 @@ class AgentTool(Tool):
         except ReplayMismatch:
             status = "error"
             raise
+        except GuardrailTripped as exc:
+            status = "error"
+            if self.propagate_guardrails:
+                raise
+            error = f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
         except AgentRunError as exc:
             status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
         except asyncio.CancelledError:

@@ -11,7 +11,10 @@ from ..models.types import Usage
 from ..trace.spans import Trace
 
 if TYPE_CHECKING:
+    from ..models.base import ModelClient
+    from ..models.settings import ModelSettings
     from .agent import Agent
+    from .approval import ApprovalRecord
     from .state import AgentRun
 
 
@@ -71,6 +74,12 @@ class RunContext:
     active: list[AgentRun] = field(default_factory=list)
     """Agents running now (several when sub-agents run in parallel)."""
     root: AgentRun | None = None
+    default_model: ModelClient | None = None
+    """``run(model=...)``: the model of every agent of the run that has none."""
+    model_settings: ModelSettings | None = None
+    """``run(model_settings=...)``: overrides every agent's own settings, field by field."""
+    approvals: list[ApprovalRecord] = field(default_factory=list)
+    """Every approval decision of the run, in order (``result.approvals``)."""
 
     @classmethod
     def create(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ from ..errors import (
     UserError,
 )
 from ..models.base import ModelClient
+from ..models.settings import ModelSettings, check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.sizes import request_sizes, response_chars
 from ..trace.spans import Listener, Span
@@ -32,9 +32,14 @@ from ..trace.tokens import request_tokens, response_tokens
 from ._tasks import run_concurrently
 from .agent import Agent
 from .context import Limits, RunContext, TokenBudget
+from .guardrails import check_all, first_call, start_input_checks
+from .instructions import system_prompt
+from .output import validation_errors
 from .prompt import section_sizes
 from .result import RunResult
+from .settings import after_tool_calls, stopping_call, turn_settings
 from .state import AgentRun
+from .tool_guardrails import invoke_checked
 from .tools import Tool, ToolCallContext
 from .transfer import Transfer
 
@@ -51,6 +56,8 @@ async def run(
     deps: Any = None,
     run_id: str | None = None,
     listeners: Sequence[Listener] = (),
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -58,6 +65,8 @@ async def run(
     is the handle ``"input"``). ``timeout`` and ``max_turns`` are shortcuts for the run's
     wall-clock limit and the root agent's turn limit. ``listeners`` are called as
     ``listener(event, span)`` when any span starts or ends (live widgets use them).
+    ``model`` is the model of every agent of the run that has none (sub-agents included);
+    ``model_settings`` override the agents' own `ModelSettings` field by field.
     """
     ctx = start_context(
         agent,
@@ -69,6 +78,8 @@ async def run(
         deps=deps,
         run_id=run_id,
         listeners=listeners,
+        model=model,
+        model_settings=model_settings,
     )
     return await execute(agent, input, ctx, max_turns=max_turns)
 
@@ -85,6 +96,8 @@ def start_context(
     run_id: str | None = None,
     listeners: Sequence[Listener] = (),
     t0: float | None = None,
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> RunContext:
     """Check the arguments of a run and build its context (raises `UserError`).
 
@@ -101,10 +114,13 @@ def start_context(
         from dataclasses import replace
 
         limits = replace(limits or Limits(), timeout=timeout)
-    resolve_model(agent)
+    default = _default_model(model)
+    resolve_model(agent, default)
     ctx = RunContext.create(
         limits=limits, artifacts=artifacts, run_id=run_id, approver=approver, deps=deps, t0=t0
     )
+    ctx.default_model = default
+    ctx.model_settings = check_settings(model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
     ctx.trace.listeners.extend(listeners)  # live widgets: see `agentnb.notebook.RunMonitor`
     return ctx
@@ -229,13 +245,32 @@ def _initial_messages(input: str | list[Message], ctx: RunContext) -> list[Messa
     ]
 
 
-def resolve_model(agent: Agent) -> ModelClient:
+def _default_model(model: ModelClient | str | None) -> ModelClient | None:
+    """``run(model=...)`` as a client (a spec string resolved), or a `UserError`."""
+    if model is None:
+        return None
+    if isinstance(model, str):
+        from ..models.registry import model_from_spec
+
+        model = model_from_spec(model)
+    if not hasattr(model, "request"):
+        raise UserError(
+            f"run(model=...) must be a model client or a spec string like 'openai:gpt-4o-mini', "
+            f"got {type(model).__name__}"
+        )
+    return model
+
+
+def resolve_model(agent: Agent, default: ModelClient | None = None) -> ModelClient:
+    """The agent's model client (a spec string resolved once); ``default`` when it has none."""
     model = agent.model
     if isinstance(model, str):
         from ..models.registry import model_from_spec
 
         model = model_from_spec(model)
         agent.model = model
+    if model is None and default is not None:
+        return default
     if model is None or not hasattr(model, "request"):
         raise UserError(
             f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
@@ -246,8 +281,6 @@ def resolve_model(agent: Agent) -> ModelClient:
 
 REASK_PREFIX = "Your answer could not be read as"
 """How a re-ask for a structured answer starts; handoffs use it to find the user's own message."""
-
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
 
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
@@ -287,12 +320,17 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
 
 async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     agent = state.agent
-    model = resolve_model(agent)
+    model = resolve_model(agent, ctx.default_model)
     tools = agent.tool_map()
     specs = [t.spec for t in tools.values()]
     structured = agent.output_adapter()
-    schema = structured[1] if structured else None
-    system = agent.system_prompt(ctx)
+    schema = structured.schema if structured else None
+    system = (
+        agent.instructions
+        if isinstance(agent.instructions, str)
+        else await system_prompt(agent, ctx)
+    )
+    settings = turn_settings(agent.model_settings, ctx.model_settings)
     reasks = 0
     if state.span.kind != "agent":  # the root: open its agent span under the run span
         state.span = ctx.trace.start(
@@ -300,10 +338,21 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         )
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
+    checks = (
+        await start_input_checks(agent.input_guardrails, state, ctx)
+        if agent.input_guardrails
+        else None
+    )
     for turn in range(1, max_turns + 1):
         state.turns = turn
-        request = ModelRequest(system, list(state.messages), specs, schema, agent.name)
-        response = await call_model(model, request, state, ctx, turn)
+        request = ModelRequest(
+            system, list(state.messages), specs, schema, agent.name, settings=settings
+        )
+        if checks is None:
+            response = await call_model(model, request, state, ctx, turn)
+        else:  # input guardrails still running: a tripwire cancels this first call
+            response = await first_call(call_model(model, request, state, ctx, turn), checks)
+            checks = None
         if response.tool_calls:
             calls = [
                 c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
@@ -315,6 +364,12 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             transfer = await _run_tools(calls, tools, state, ctx, turn)
             if transfer is not None:
                 return transfer
+            if agent.tool_use_behavior != "run_llm_again":
+                stop = stopping_call(agent.tool_use_behavior, calls)
+                if stop is not None:  # the tool's result is the answer: no further model call
+                    output = _tool_result(state.messages, calls[stop].id)
+                    return await _finish_agent(output, state, ctx, turn)
+            settings = after_tool_calls(settings)
             continue
         text = response.text or ""
         state.last_text = text
@@ -323,17 +378,17 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             output: Any = text
         else:
             try:
-                output = structured[0].validate_json(_strip_fence(text))
+                output = structured.validate(text)
             except ValidationError as exc:
                 if reasks >= agent.output_retries or turn == max_turns:  # no turn left to re-ask
                     raise OutputValidationError(
-                        f"{agent.name}'s answer did not match {schema.name if schema else 'the output type'} "
-                        f"after {reasks + 1} attempt(s): {_errors(exc)}"
+                        f"{agent.name}'s answer did not match {structured.schema.name} "
+                        f"after {reasks + 1} attempt(s): {validation_errors(exc)}"
                     ) from None
                 reasks += 1
                 state.messages.append(
                     Message.user(
-                        f"{REASK_PREFIX} {schema.name if schema else 'the output'}: {_errors(exc)}. "
+                        f"{REASK_PREFIX} {structured.schema.name}: {validation_errors(exc)}. "
                         "Reply again with only a JSON object that matches the schema."
                     )
                 )
@@ -343,26 +398,27 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             if isinstance(routed, Transfer):
                 return routed
             output = routed
-        if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
-            ctx.trace.end(state.span, "ok", turns=turn)
-        return output
+        return await _finish_agent(output, state, ctx, turn)
     raise MaxTurnsExceeded(
         f"{agent.name} used all {max_turns} turns without a final answer (max_turns={max_turns}). "
         "Raise max_turns or check why it keeps calling tools."
     )
 
 
-def _strip_fence(text: str) -> str:
-    text = text.strip()
-    match = _FENCE.match(text)
-    return match.group(1) if match else text
+async def _finish_agent(output: Any, state: AgentRun, ctx: RunContext, turn: int) -> Any:
+    """The agent's output, once its output guardrails pass; the root's agent span ends here."""
+    if state.agent.output_guardrails:
+        await check_all(state.agent.output_guardrails, output, state, ctx, "output")
+    if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
+        ctx.trace.end(state.span, "ok", turns=turn)
+    return output
 
 
-def _errors(exc: ValidationError) -> str:
-    parts = [
-        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:4]
-    ]
-    return "; ".join(parts)
+def _tool_result(messages: list[Message], call_id: str) -> str:
+    for message in reversed(messages):
+        if message.role == "tool" and message.tool_call_id == call_id:
+            return message.content or ""
+    return ""
 
 
 async def call_model(
@@ -573,7 +629,11 @@ async def _run_tool(
             )
             tcx.status = "error"
         else:
-            result = await tool.invoke(call.arguments, tcx)
+            result = await (
+                invoke_checked(tool, call.arguments, tcx)
+                if tool.checked
+                else tool.invoke(call.arguments, tcx)
+            )
     except asyncio.CancelledError:
         trace.end(span, "cancelled")
         raise

@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 from operator import itemgetter
 from typing import Any, Literal
 
-SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval"]
+SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval", "guardrail"]
 """``approval``: time a call waited for a person (or an approver) to allow it, kept apart
-from model latency."""
+from model latency. ``guardrail``: one check of an agent's input or output, or of a tool call."""
 
 CALL_COLUMNS = (
     "run_id",
