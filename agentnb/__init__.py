@@ -9,6 +9,7 @@ from .errors import (
     AgentnbError,
     AgentRunError,
     BudgetExceeded,
+    GuardrailTripped,
     MaxTurnsExceeded,
     ModelBehaviorError,
     ModelHTTPError,
@@ -33,6 +34,7 @@ from .models import (
     ModelClient,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     ScriptedModel,
     ToolCall,
     ToolSpec,
@@ -85,7 +87,16 @@ from .runtime import (
     team,
     tool,
 )
-from .runtime.approval import Approval, PendingCall, approve_all, reject_all
+from .runtime.approval import Approval, ApprovalRecord, PendingCall, approve_all, reject_all
+from .runtime.guardrails import (
+    Guardrail,
+    GuardrailResult,
+    agent_guardrail,
+    input_guardrail,
+    output_guardrail,
+)
+from .runtime.settings import StopAtTools
+from .runtime.tool_guardrails import ToolGuardrail
 from .trace import CALL_COLUMNS, canonical_request, request_sizes, set_tokenizer
 
 __version__ = "0.1.0"
@@ -119,6 +130,7 @@ __all__ = [
     "AgentnbError",
     "AgentRunError",
     "BudgetExceeded",
+    "GuardrailTripped",
     "MaxTurnsExceeded",
     "ModelBehaviorError",
     "ModelHTTPError",
@@ -135,6 +147,7 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "ModelSettings",
     "ScriptedModel",
     "AnthropicModel",
     "OpenAIModel",
@@ -166,6 +179,14 @@ __all__ = [
     "PendingCall",
     "approve_all",
     "reject_all",
+    "ApprovalRecord",
+    "StopAtTools",
+    "Guardrail",
+    "GuardrailResult",
+    "agent_guardrail",
+    "input_guardrail",
+    "output_guardrail",
+    "ToolGuardrail",
     # patterns (orchestration in code)
     "ChainResult",
     "FanOut",

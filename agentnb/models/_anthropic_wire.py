@@ -160,10 +160,13 @@ def _apply_settings(
     """The Messages API's names for `ModelSettings` (raises `UserError` before any request)."""
     if settings.seed is not None:
         raise unsupported("The Anthropic Messages API", "seed", settings.seed, "it has no seed")
-    for name in ("temperature", "top_p"):
-        value = getattr(settings, name)
-        if value is not None:
-            body[name] = value
+    # The client's create() no longer takes sampling parameters as keywords (anthropic 2.x);
+    # they travel in extra_body, which the client merges into the request's JSON as they are.
+    sampling = {
+        name: getattr(settings, name)
+        for name in ("temperature", "top_p")
+        if getattr(settings, name) is not None
+    }
     if settings.max_tokens is not None:
         body["max_tokens"] = settings.max_tokens
     if settings.stop is not None:
@@ -196,8 +199,8 @@ def _apply_settings(
             **body.get("tool_choice", {"type": "auto"}),
             "disable_parallel_tool_use": True,
         }
-    if settings.extra:  # the client sends extra_body's fields in the request's JSON as they are
-        body["extra_body"] = dict(settings.extra)
+    if sampling or settings.extra:
+        body["extra_body"] = {**sampling, **(settings.extra or {})}
 
 
 _STOP: dict[str, StopReason] = {

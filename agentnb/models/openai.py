@@ -141,7 +141,10 @@ class OpenAIModel:
                 body = request_to_wire(
                     self.model, request, mode, max_tokens_param=self._max_tokens_param
                 )
-                params = {**(self.params or {}), **body.pop("extra_body", {})}  # ModelSettings.extra
+                params = {
+                    **(self.params or {}),
+                    **body.pop("extra_body", {}),
+                }  # ModelSettings.extra
                 extra = {"extra_body": params} if params else {}
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra

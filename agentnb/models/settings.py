@@ -45,9 +45,7 @@ class ModelSettings:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
             ):
-                raise UserError(
-                    f"ModelSettings({name}=...) must be a number >= 0, got {value!r}"
-                )
+                raise UserError(f"ModelSettings({name}=...) must be a number >= 0, got {value!r}")
         for name in ("max_tokens", "seed"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
@@ -61,9 +59,7 @@ class ModelSettings:
                 f"ModelSettings(tool_choice=...) must be one of {', '.join(TOOL_CHOICES)} or a "
                 f"tool's name, got {self.tool_choice!r}"
             )
-        if self.parallel_tool_calls is not None and not isinstance(
-            self.parallel_tool_calls, bool
-        ):
+        if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
             raise UserError(
                 f"ModelSettings(parallel_tool_calls=...) must be True or False, got "
                 f"{self.parallel_tool_calls!r}"

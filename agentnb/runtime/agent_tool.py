@@ -27,11 +27,11 @@ from ..errors import (
     UserError,
 )
 from ..models.types import Message
+from .approval import check_needs_approval
 from .context import RunContext, TokenBudget
 from .result import RunResult
 from .runner import _InnerTimeout, _own_timeouts, agent_loop
 from .state import AgentRun
-from .approval import check_needs_approval
 from .tool_guardrails import check_tool_guardrails
 from .tools import Tool, ToolCallContext, _brief, _clean_schema, result_text, truncate
 

@@ -132,9 +132,7 @@ def _name(fn: Any) -> str:
 # -- running them
 
 
-async def check(
-    guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, stage: str
-) -> None:
+async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, stage: str) -> None:
     """Run one guardrail on ``value`` in its own span; raise `GuardrailTripped` on a tripwire."""
     trace = ctx.trace
     agent = state.agent
@@ -152,9 +150,8 @@ async def check(
             result = await _ask_agent(guard, value, state, ctx, span)
         else:
             assert guard.fn is not None
-            result = guard.fn(ctx, agent, value)
-            if inspect.isawaitable(result):
-                result = await result
+            answer: Any = guard.fn(ctx, agent, value)
+            result = await answer if inspect.isawaitable(answer) else answer
         if not isinstance(result, GuardrailResult):
             raise UserError(
                 f"Guardrail {guard.name!r} returned {type(result).__name__}; it must return "

@@ -56,14 +56,16 @@ def output_spec(output_type: Any) -> OutputSpec | None:
         return None
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-        schema = _clean_schema(adapter.json_schema())
+        schema = adapter.json_schema()
     except Exception as exc:  # pydantic's errors for types it cannot handle
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UserError(
             f"output_type must be a type pydantic validates (a BaseModel, dataclass, TypedDict, "
             f"int, list[X], Literal[...], a union, ...), got {output_type!r}: {first}"
         ) from None
-    wrapped = schema.get("type") != "object"
+    # An object with named properties is sent as it is; anything else (a dict[str, X] too,
+    # whose value type lives in additionalProperties) is wrapped.
+    wrapped = schema.get("type") != "object" or "properties" not in schema
     if wrapped:
         inner = {k: v for k, v in schema.items() if k != "$defs"}
         outer: dict[str, Any] = {
@@ -74,6 +76,7 @@ def output_spec(output_type: Any) -> OutputSpec | None:
         if "$defs" in schema:
             outer["$defs"] = schema["$defs"]
         schema = outer
+    schema = _clean_schema(schema)
     return OutputSpec(adapter, OutputSchema(schema_name(output_type), schema), wrapped)
 
 

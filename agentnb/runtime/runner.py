@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -32,7 +32,7 @@ from ..trace.tokens import request_tokens, response_tokens
 from ._tasks import run_concurrently
 from .agent import Agent
 from .context import Limits, RunContext, TokenBudget
-from .guardrails import check_all, first_call, start_input_checks
+from .guardrails import Guardrail, check_all, first_call, start_input_checks
 from .instructions import system_prompt
 from .output import validation_errors
 from .prompt import section_sizes
@@ -258,7 +258,7 @@ def _default_model(model: ModelClient | str | None) -> ModelClient | None:
             f"run(model=...) must be a model client or a spec string like 'openai:gpt-4o-mini', "
             f"got {type(model).__name__}"
         )
-    return model
+    return cast(ModelClient, model)
 
 
 def resolve_model(agent: Agent, default: ModelClient | None = None) -> ModelClient:
@@ -339,7 +339,7 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
     checks = (
-        await start_input_checks(agent.input_guardrails, state, ctx)
+        await start_input_checks(cast("Sequence[Guardrail]", agent.input_guardrails), state, ctx)
         if agent.input_guardrails
         else None
     )
@@ -367,8 +367,8 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             if agent.tool_use_behavior != "run_llm_again":
                 stop = stopping_call(agent.tool_use_behavior, calls)
                 if stop is not None:  # the tool's result is the answer: no further model call
-                    output = _tool_result(state.messages, calls[stop].id)
-                    return await _finish_agent(output, state, ctx, turn)
+                    answer = _tool_result(state.messages, calls[stop].id)
+                    return await _finish_agent(answer, state, ctx, turn)
             settings = after_tool_calls(settings)
             continue
         text = response.text or ""
@@ -408,7 +408,8 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
 async def _finish_agent(output: Any, state: AgentRun, ctx: RunContext, turn: int) -> Any:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
     if state.agent.output_guardrails:
-        await check_all(state.agent.output_guardrails, output, state, ctx, "output")
+        guards = cast("Sequence[Guardrail]", state.agent.output_guardrails)  # made so by Agent
+        await check_all(guards, output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
     return output

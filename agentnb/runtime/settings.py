@@ -46,15 +46,13 @@ def check_behavior(value: Any, agent: str) -> None:
     )
 
 
-def stopping_call(behavior: Any, calls: list[ToolCall], skip: set[str]) -> int | None:
+def stopping_call(behavior: Any, calls: list[ToolCall]) -> int | None:
     """The index of the call whose result ends the agent's run, or None to ask the model again.
 
-    ``skip`` holds tool names that never stop a run (handoffs: control has moved on)."""
+    (A handoff's transfer call never gets here: control has moved on before.)"""
     if behavior == "run_llm_again":
         return None
     for i, call in enumerate(calls):
-        if call.name in skip:
-            continue
         if behavior == "stop_on_first_tool" or call.name in behavior.names:
             return i
     return None

@@ -314,9 +314,7 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
         parsed = docstring_parser.parse(doc)
     except docstring_parser.ParseError:
         return summary, {}
-    args = {
-        p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description
-    }
+    args = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
     return summary, args
 
 
@@ -358,7 +356,7 @@ def _args_model(
             if texts:
                 described = texts[0]
                 kept = [m for m in metadata if not isinstance(m, str)]
-                annotation = Annotated[tuple([base, *kept])] if kept else base  # type: ignore[valid-type]
+                annotation = Annotated[tuple([base, *kept])] if kept else base
         if described is None:
             fields[pname] = (annotation, default)  # a Field(description=...) in Annotated stays
         else:
