@@ -17,6 +17,7 @@ from ..runtime.agent import Agent
 from ..runtime.result import RunResult
 
 if TYPE_CHECKING:
+    from ..models.types import Message
     from .monitor import RunMonitor
 
 _TIMEOUTS: weakref.WeakKeyDictionary[Agent, float] = weakref.WeakKeyDictionary()
@@ -108,7 +109,7 @@ def summary(agent: Agent) -> str:
 
 def run_live(
     agent: Agent,
-    input: str,
+    input: str | list[Message],
     *,
     timeout: float | None = None,
     monitor: RunMonitor | bool = True,

@@ -18,8 +18,9 @@ from IPython.core.magic import Magics, cell_magic, magics_class
 from traitlets import CaselessStrEnum, Float, Int, Unicode
 
 from ..errors import UserError
+from ..models.types import Message
 from . import commands
-from ._names import resolve_model, resolve_output, resolve_tools, the_agent
+from ._names import resolve_model, resolve_output, resolve_result, resolve_tools, the_agent
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,6 +85,7 @@ AGENT_RUN = _parser(
         (("-o", "--out"), {"metavar": "VAR", "dest": "out"}),
         (("--timeout",), {"metavar": "S", "type": _positive(float)}),
         (("--run-id",), {"metavar": "ID", "type": _run_id, "dest": "run_id"}),
+        (("--continue",), {"metavar": "PREV", "dest": "previous"}),
     ],
 )
 
@@ -166,14 +168,20 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent_run(self, line: str, cell: str) -> None:
-        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID]
+        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV]
 
         Runs agent NAME on the cell body ({identifier} interpolated from the namespace), with
         a live monitor, and displays the result; -o VAR stores the RunResult in VAR. --run-id
-        fixes the run id (random otherwise), so the log lines are the same on every run."""
+        fixes the run id (random otherwise), so the log lines are the same on every run.
+        --continue PREV sends the conversation of the earlier result PREV, then the cell body.
+        Agents without a model (sub-agents included) use ``AgentMagics.default_model``."""
         args = parse(AGENT_RUN, line)
-        ns = self.namespace
-        agent = the_agent(args.name, ns, self.hidden())
+        ns, hidden = self.namespace, self.hidden()
+        agent = the_agent(args.name, ns, hidden)
+        previous = resolve_result(args.previous, ns, hidden) if args.previous else None
+        options: dict[str, Any] = {}
+        if self.default_model is not None:
+            options["model"] = resolve_model(self.default_model, ns, hidden)
         if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
             raise UsageError(f"%%agent_run: -o needs a Python identifier, got {args.out!r}")
         try:
@@ -185,9 +193,12 @@ class AgentMagics(Magics):
                 "%%agent_run: the cell body is the input to the agent, and it is empty"
             )
         timeout = args.timeout or commands.agent_timeout(agent) or self.timeout
+        input: str | list[Message] = text
+        if previous is not None:
+            input = [*previous.to_input_list(), Message.user(text)]
         try:
             result = commands.run_live(
-                agent, text, timeout=timeout, monitor=self._live(), run_id=args.run_id
+                agent, input, timeout=timeout, monitor=self._live(), run_id=args.run_id, **options
             )
         except UserError as exc:  # e.g. an agent whose model spec cannot be resolved
             raise UsageError(f"%%agent_run: {_one_line(exc)}") from None
