@@ -98,6 +98,14 @@ class ModelSettings:
         """Whether the tool choice makes the model call a tool (``"required"`` or a name)."""
         return self.tool_choice is not None and self.tool_choice not in ("auto", "none")
 
+    def __repr__(self) -> str:  # only what is set: most fields are None
+        shown = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) is not None
+        )
+        return f"ModelSettings({shown})"
+
     def __hash__(self) -> int:  # ``extra`` is a dict: hash what identifies the settings
         return hash(tuple(repr(getattr(self, f.name)) for f in fields(self)))
 
