@@ -11,8 +11,8 @@ from typing import Any
 from IPython.core.error import UsageError
 from pydantic import BaseModel
 
-from ..models.registry import providers
 from ..errors import UserError
+from ..models.registry import providers
 from ..runtime.agent import Agent
 from ..runtime.output import output_spec
 from ..runtime.result import RunResult
