@@ -185,3 +185,23 @@ def test_a_function_tool_in_a_sub_agent_asks_the_runs_approver():
         a.Agent("boss", "x", boss_model, [sub.as_tool()]), "go", approver=a.reject_all
     )
     assert result.ok and [(r.tool, r.path) for r in result.approvals] == [("query", "boss/db")]
+
+
+def test_a_team_members_tool_guardrails_apply_when_the_team_routes_to_it():
+    legal_model = a.ScriptedModel([a.say("never")])
+    legal = a.Agent("legal", "x", legal_model)
+
+    def no_tax(ctx: Any, tool_name: str, arguments: dict[str, Any]) -> a.ToolGuardrail:
+        return (
+            a.ToolGuardrail.reject("not about tax")
+            if "tax" in arguments["input"]
+            else a.ToolGuardrail.allow()
+        )
+
+    consult = a.team([legal.as_tool(input_guardrails=[no_tax])])
+    boss_model = a.ScriptedModel(
+        [a.tool_call("consult", member="legal", input="tax?"), a.say("ok")]
+    )
+    result = a.run_sync(a.Agent("boss", "x", boss_model, [consult]), "go")
+    assert result.ok and boss_model.requests[1].tool_results == ["not about tax"]
+    assert legal_model.requests == []

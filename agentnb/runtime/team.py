@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from .agent_tool import AgentTool
+from .tool_guardrails import invoke_checked
 from .tools import Tool, ToolCallContext
 
 if TYPE_CHECKING:
@@ -52,7 +53,10 @@ class TeamTool(Tool):
             tcx.status = "error"
             names = ", ".join(m.name for m in self.members)
             return f"Tool error: {self.name} has no member {name!r}. Members: {names}."
-        return await target.invoke(json.dumps(raw, ensure_ascii=False), tcx)
+        member_arguments = json.dumps(raw, ensure_ascii=False)
+        if target.checked:  # the member's own tool guardrails
+            return await invoke_checked(target, member_arguments, tcx)
+        return await target.invoke(member_arguments, tcx)
 
     def __repr__(self) -> str:
         return f"TeamTool({self.name!r}, members={[m.name for m in self.members]})"
