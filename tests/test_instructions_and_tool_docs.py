@@ -145,3 +145,12 @@ async def async_generator(n: int):  # type: ignore[no-untyped-def]
 def test_functions_that_cannot_be_tools_are_refused_saying_why(fn, why):
     with pytest.raises(a.UserError, match=why):
         a.tool(fn)
+
+
+def test_a_coroutine_given_as_instructions_is_never_sent_as_text():
+    async def prompt() -> str:
+        return "never"
+
+    result, model = run_with(prompt())
+    assert isinstance(result.error, a.UserError) and "a coroutine" in str(result.error)
+    assert model.requests == []

@@ -33,6 +33,8 @@ async def system_prompt(agent: Agent, ctx: RunContext) -> str:
 
 
 def _as_text(value: Any, agent: Agent, what: str) -> str:
+    if inspect.iscoroutine(value):  # given as instructions= itself: never sent, never awaited
+        value.close()
     if value is None:
         return ""
     if isinstance(value, str):
