@@ -33,3 +33,33 @@ def test_a_chain_stage_with_settings_and_a_passing_guardrail():
     second = a.Agent("second", "x", a.ScriptedModel([a.say("final")]))
     chained = a.run_sync(a.chain([first, second], "a brief"))
     assert chained.output == "final" and first_model.requests[0].settings == COOL
+
+
+def shared_model() -> a.ScriptedModel:
+    return a.ScriptedModel(
+        lambda r: a.say('{"outcome": "approved", "problems": []}') if r.agent == "verifier"
+        else a.say(f"{r.agent} answers")
+    )  # fmt: skip
+
+
+def test_the_patterns_take_a_model_and_settings_for_agents_without_their_own():
+    shared = shared_model()
+    left, right = a.Agent("left", "x"), a.Agent("right", "x")
+
+    fan = a.run_sync(a.parallel([left, right], "go", model=shared, model_settings=COOL))
+    chained = a.run_sync(a.chain([left, right], "go", model=shared, model_settings=COOL))
+    looped = a.run_sync(
+        a.verify_loop(
+            a.Agent("writer", "x"),
+            a.Agent("verifier", "x"),
+            "task",
+            model=shared,
+            model_settings=COOL,
+        )  # fmt: skip
+    )
+
+    assert fan.outputs == {"left": "left answers", "right": "right answers"}
+    assert chained.output == "right answers" and looped.ok
+    assert sorted(r.agent for r in shared.requests) == sorted(
+        ["left", "right", "left", "right", "writer", "verifier"])  # fmt: skip
+    assert {r.settings for r in shared.requests} == {COOL}

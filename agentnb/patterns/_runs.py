@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunTimeout, UserError
+from ..models.base import ModelClient
+from ..models.settings import ModelSettings
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.context import Limits, RunContext
@@ -32,11 +34,13 @@ def clock() -> float:
     return time.perf_counter()
 
 
-def check_agent(agent: Any, where: str) -> Agent:
-    """An Agent with a usable model, or a `UserError` saying which part is wrong."""
+def check_agent(agent: Any, where: str, model: ModelClient | str | None = None) -> Agent:
+    """An Agent with a usable model (its own, or the pattern's ``model=``), or a `UserError`
+    saying which part is wrong."""
     if not isinstance(agent, Agent):
         raise UserError(f"{where} must be an Agent, got {type(agent).__name__}")
-    resolve_model(agent)
+    if model is None or agent.model is not None:
+        resolve_model(agent)
     return agent
 
 
@@ -54,10 +58,20 @@ def prepare(
     timeout: float | None = None,
     artifacts: dict[str, str] | None = None,
     deps: Any = None,
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> RunContext:
     """A run's context with its trace on the pattern's clock (raises `UserError` on bad arguments)."""
     return start_context(
-        agent, input, limits=limits, artifacts=artifacts, timeout=timeout, deps=deps, t0=t0
+        agent,
+        input,
+        limits=limits,
+        artifacts=artifacts,
+        timeout=timeout,
+        deps=deps,
+        t0=t0,
+        model=model,
+        model_settings=model_settings,
     )
 
 
@@ -70,10 +84,20 @@ async def run_on_clock(
     timeout: float | None = None,
     artifacts: dict[str, str] | None = None,
     deps: Any = None,
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> RunResult:
     """`agentnb.run` with the trace on the pattern's clock."""
     ctx = prepare(
-        agent, input, t0=t0, limits=limits, timeout=timeout, artifacts=artifacts, deps=deps
+        agent,
+        input,
+        t0=t0,
+        limits=limits,
+        timeout=timeout,
+        artifacts=artifacts,
+        deps=deps,
+        model=model,
+        model_settings=model_settings,
     )
     return await execute(agent, input, ctx)
 

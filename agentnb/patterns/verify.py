@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
+from ..models.base import ModelClient
+from ..models.settings import ModelSettings
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
@@ -186,15 +188,19 @@ async def verify_loop(
     limits: Limits | None = None,
     timeout: float | None = None,
     verifier_input: Callable[[str, str], str] = verifier_request,
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> VerifyResult:
     """Draft, verify, rewrite — at most ``max_rounds`` drafts; see `VerifyResult`.
 
     The verifier answers with `Verification` unless its ``output_type`` is another model with
     ``outcome`` and ``problems`` fields. ``verifier_input(task, draft)`` builds its input.
-    ``limits`` and ``timeout`` apply to each run (each draft, each check) separately.
+    ``limits`` and ``timeout`` apply to each run (each draft, each check) separately;
+    ``model`` and ``model_settings`` are as in `agentnb.run`, for both agents.
     """
-    _runs.check_agent(writer, "verify_loop(writer)")
-    _runs.check_agent(verifier, "verify_loop(verifier)")
+    _runs.check_agent(writer, "verify_loop(writer)", model)
+    _runs.check_agent(verifier, "verify_loop(verifier)", model)
+    options: dict[str, Any] = {"model": model, "model_settings": model_settings}
     _runs.check_timeout(timeout, "verify_loop")
     if not isinstance(task, str) or not task.strip():
         raise UserError("verify_loop(task) must be the task as non-empty text")
@@ -208,14 +214,14 @@ async def verify_loop(
     conversation: _runs.Input = task
     for n in range(1, max_rounds + 1):
         written = await _runs.run_on_clock(
-            writer, conversation, t0=t0, limits=limits, timeout=timeout
+            writer, conversation, t0=t0, limits=limits, timeout=timeout, **options
         )
         if not written.ok:
             rounds.append(Round(n, "", None, [], written))
             return VerifyResult(task, rounds, max_rounds, f"the writer {_runs.reason(written)}")
         draft = to_text(written.output)
         checked = await _runs.run_on_clock(
-            checker, verifier_input(task, draft), t0=t0, limits=limits, timeout=timeout
+            checker, verifier_input(task, draft), t0=t0, limits=limits, timeout=timeout, **options
         )
         if not checked.ok:
             rounds.append(Round(n, draft, None, [], written, checked))
