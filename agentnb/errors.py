@@ -100,8 +100,31 @@ class ModelHTTPError(AgentRunError):
         self.events = list(events or [])
 
 
+class StreamBroken(ModelHTTPError):
+    """A model's stream stopped after its first delta without the provider's end marker.
+
+    Retrying is only safe before the first delta (what was shown cannot be taken back), so a
+    stream broken later ends the call; the text received so far is kept on the call's span
+    (``partial_text``).
+    """
+
+
 class ReplayMismatch(AgentRunError):
     """A replayed run sent a request that differs from the recording."""
+
+
+class CallbackRaised(BaseException):
+    """Carries an exception raised by user code that agentnb calls back during a run (a hook,
+    a trace listener, a stream subscriber) to the end of the run.
+
+    Not an error users see: the run ends with ``ok=False`` and ``RunResult.error`` holding the
+    exception carried (``.error``). It derives from ``BaseException`` so that no handler of a
+    sub-agent's failures (which become text for the caller) stops it on the way.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 __all__ = [
@@ -118,5 +141,6 @@ __all__ = [
     "RunCancelled",
     "RunTimeout",
     "ScriptExhausted",
+    "StreamBroken",
     "UserError",
 ]

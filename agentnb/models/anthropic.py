@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ..errors import UserError
@@ -32,6 +32,7 @@ from ._http import (
     retry_after,
     server_message,
 )
+from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -138,6 +139,14 @@ class AnthropicModel:
             return await self._slots.send(
                 attempt, self._failure, read, events, reply="a message", malformed=MalformedReply
             )
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The call streamed (its server-sent events): text and tool-call deltas, then the
+        response. Retried like `request` until the first delta; a stream broken after it (no
+        ``message_stop``) raises `agentnb.errors.StreamBroken`."""
+        from ._anthropic_stream import stream_message
+
+        return stream_message(self, request)
 
     def _failure(self, exc: Exception) -> Failure | None:
         import anthropic

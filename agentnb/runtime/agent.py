@@ -16,6 +16,7 @@ from .tools import Tool, function_tool
 
 if TYPE_CHECKING:
     from .agent_tool import AgentTool
+    from .hooks import Hooks
 
 
 @dataclass(eq=False)
@@ -55,6 +56,8 @@ class Agent:
     first model call, which a tripwire cancels."""
     output_guardrails: Sequence[Guardrail | Callable[..., Any]] = ()
     """Checks of the agent's final, validated output."""
+    hooks: Hooks | None = None
+    """`agentnb.Hooks` that see this agent only (``run(..., hooks=...)`` sees every agent)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -74,6 +77,8 @@ class Agent:
         ):
             self.output_type = self.route.output_type()  # a HandoffRoute: Respond | its intents
         self.output_adapter()  # fail now on an output type pydantic cannot handle
+        if self.hooks is not None:
+            check_hooks(self.hooks, f"Agent({self.name!r}, hooks=...)")
         self.tool_map()  # fail now on duplicate or unusable tools
 
     def _split_route(self, handoffs: Any) -> list[Any]:
@@ -181,6 +186,18 @@ def _handoff_tool(item: Any) -> Tool:
 def _is_route(value: Any) -> bool:
     """A `HandoffRoute` (from the patterns layer, recognised by what the run loop calls)."""
     return hasattr(value, "apply") and hasattr(value, "output_type") and hasattr(value, "targets")
+
+
+def check_hooks(hooks: Any, where: str) -> None:
+    """Hooks must be an `agentnb.Hooks` (a subclass's instance), not the class itself."""
+    from .hooks import Hooks
+
+    if not isinstance(hooks, Hooks):
+        given = f"the class {hooks.__name__}" if isinstance(hooks, type) else type(hooks).__name__
+        raise UserError(
+            f"{where} takes an instance of agentnb.Hooks (or a subclass), got {given}: "
+            "pass MyHooks(), not MyHooks."
+        )
 
 
 AgentFactory = Callable[..., Agent]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from ..errors import (
     AgentRunError,
     BudgetExceeded,
+    CallbackRaised,
     GuardrailTripped,
     MaxTurnsExceeded,
     ReplayMismatch,
@@ -240,7 +241,7 @@ class AgentTool(Tool):
                 "error",
                 f"ERROR: {self.name} stopped after {state.turns} turns without a final answer.",
             )
-        except ReplayMismatch:
+        except (ReplayMismatch, CallbackRaised):  # a hook or listener raised: the run ends
             status = "error"
             raise
         except GuardrailTripped as exc:

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from ..models.settings import ModelSettings
     from .agent import Agent
     from .approval import ApprovalRecord
+    from .events import RunEvents
     from .state import AgentRun
 
 
@@ -80,6 +81,8 @@ class RunContext:
     """``run(model_settings=...)``: overrides every agent's own settings, field by field."""
     approvals: list[ApprovalRecord] = field(default_factory=list)
     """Every approval decision of the run, in order (``result.approvals``)."""
+    events: RunEvents | None = None
+    """The run's stream and hooks (`agentnb.runtime.events`); None when nobody watches."""
 
     @classmethod
     def create(

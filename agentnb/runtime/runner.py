@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from ..errors import (
     AgentRunError,
     BudgetExceeded,
+    CallbackRaised,
     MaxTurnsExceeded,
     OutputValidationError,
     RunCancelled,
@@ -32,7 +33,9 @@ from ..trace.tokens import request_tokens, response_tokens
 from ._tasks import run_concurrently
 from .agent import Agent
 from .context import Limits, RunContext, TokenBudget
+from .events import RunEvents, events_for, handed_off
 from .guardrails import Guardrail, check_all, first_call, start_input_checks
+from .hooks import Hooks
 from .instructions import system_prompt
 from .output import validation_errors
 from .prompt import section_sizes
@@ -58,6 +61,7 @@ async def run(
     listeners: Sequence[Listener] = (),
     model: ModelClient | str | None = None,
     model_settings: ModelSettings | None = None,
+    hooks: Hooks | None = None,
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -67,6 +71,8 @@ async def run(
     ``listener(event, span)`` when any span starts or ends (live widgets use them).
     ``model`` is the model of every agent of the run that has none (sub-agents included);
     ``model_settings`` override the agents' own `ModelSettings` field by field.
+    ``hooks`` (an `agentnb.Hooks`) see every agent of the run. A hook or listener that raises
+    ends the run with its exception as the error.
     """
     ctx = start_context(
         agent,
@@ -80,6 +86,7 @@ async def run(
         listeners=listeners,
         model=model,
         model_settings=model_settings,
+        hooks=hooks,
     )
     return await execute(agent, input, ctx, max_turns=max_turns)
 
@@ -95,6 +102,7 @@ def start_context(
     deps: Any = None,
     run_id: str | None = None,
     listeners: Sequence[Listener] = (),
+    hooks: Hooks | None = None,
     t0: float | None = None,
     model: ModelClient | str | None = None,
     model_settings: ModelSettings | None = None,
@@ -123,6 +131,11 @@ def start_context(
     ctx.model_settings = check_settings(model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
     ctx.trace.listeners.extend(listeners)  # live widgets: see `agentnb.notebook.RunMonitor`
+    if hooks is not None:
+        from .agent import check_hooks
+
+        check_hooks(hooks, "run(hooks=...)")
+        ctx.events = RunEvents(None, (hooks,))
     return ctx
 
 
@@ -135,7 +148,11 @@ async def execute(
     ):
         raise UserError(f"max_turns must be a positive integer, got {max_turns!r}")
     trace = ctx.trace
-    root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
+    raised: BaseException | None = None  # by a listener told of the run's start
+    try:
+        root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
+    except CallbackRaised as exc:
+        root_span, raised = trace.spans[-1], exc.error
     messages = _initial_messages(input, ctx)
     state = AgentRun(agent, messages, 0, agent.name, (agent,), root_span)
     if ctx.limits.max_tokens is not None:
@@ -146,6 +163,8 @@ async def execute(
     output: Any = None
     error: BaseException | None = None
     try:
+        if raised is not None:
+            raise CallbackRaised(raised)
         coro = agent_loop(state, ctx, max_turns or agent.max_turns)
         timeout = ctx.limits.timeout
         if timeout is None:
@@ -164,11 +183,13 @@ async def execute(
         raise
     except AgentRunError as exc:
         error = exc
-    except Exception as exc:  # a bug in a model client or a hook: keep the trace, report it
+    except CallbackRaised as exc:  # a hook or a listener raised: its exception is the error
+        error = exc.error
+    except Exception as exc:  # a bug in a model client: keep the trace, report it
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
-    _finish(ctx, state, status, error)
-    return build_result(ctx, output, error)
+    late = _finish(ctx, state, status, error)
+    return build_result(ctx, output, error or late)
 
 
 class _InnerTimeout(Exception):
@@ -188,14 +209,17 @@ async def _own_timeouts(coro: Any) -> Any:
 
 def _finish(
     ctx: RunContext, state: AgentRun, status: str, error: BaseException | None = None
-) -> None:
+) -> BaseException | None:
+    """Close the run's spans and log its end; returns what a listener raised meanwhile."""
     if state in ctx.active:
         ctx.active.remove(state)
-    if ctx.trace.spans:  # spans still open below the run span were cut short; the run has status
-        root = ctx.trace.spans[0]
-        ctx.trace.close_open_under(root, "cancelled" if status == "ok" else status)
-        if root.ended is None:
-            ctx.trace.end(root, status)
+    late = None
+    for _ in range(len(ctx.trace.listeners) + 1):  # a listener that raises is dropped: retry
+        try:
+            _close(ctx, status)
+            break
+        except CallbackRaised as exc:
+            late = late or exc.error
     extra = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
     ctx.trace.log(
         "run_end",
@@ -206,6 +230,15 @@ def _finish(
         model_calls=ctx.model_calls,
         **extra,
     )
+    return late
+
+
+def _close(ctx: RunContext, status: str) -> None:
+    if ctx.trace.spans:  # spans still open below the run span were cut short; the run has status
+        root = ctx.trace.spans[0]
+        ctx.trace.close_open_under(root, "cancelled" if status == "ok" else status)
+        if root.ended is None:
+            ctx.trace.end(root, status)
 
 
 def build_result(ctx: RunContext, output: Any, error: BaseException | None) -> RunResult:
@@ -289,9 +322,12 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         outcome = await _turns(state, ctx, max_turns)
         if not isinstance(outcome, Transfer):
             state.output = outcome
+            if state.events is not None:
+                await state.events.agent_ended(ctx, state, outcome)
             return outcome
         source = state.agent
         ctx.trace.end(state.span, "ok", handed_to=outcome.target.name)
+        await handed_off(ctx, state, source, outcome.target)
         state.handoffs.append(outcome.target.name)
         state.agent = outcome.target
         state.messages[:] = outcome.messages
@@ -338,6 +374,9 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         )
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
+    state.events = events = events_for(ctx, agent)  # a stream, hooks: None when nobody watches
+    if events is not None:
+        await events.agent_started(ctx, state)
     checks = (
         await start_input_checks(cast("Sequence[Guardrail]", agent.input_guardrails), state, ctx)
         if agent.input_guardrails
@@ -434,6 +473,9 @@ async def call_model(
         )
     ctx.model_calls += 1
     trace = ctx.trace
+    events = state.events
+    if events is not None:
+        await events.model_started(ctx, state, request)
     span = trace.start(
         "model_call",
         getattr(model, "name", type(model).__name__),
@@ -444,17 +486,23 @@ async def call_model(
         turn=turn,
     )
     try:
-        response = await model.request(request)
-    except asyncio.CancelledError:
-        trace.end(span, "cancelled")
-        _record(ctx, state, request, None, span, turn, "cancelled")
-        raise
+        if events is None:
+            response = await model.request(request)
+        else:  # streamed when the run is
+            response = await events.request(model, request, ctx, state, span)
     except BaseException as exc:
-        trace.end(span, "error")
-        _record(ctx, state, request, None, span, turn, "error", getattr(exc, "events", None))
+        status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+        try:
+            trace.end(span, status)
+        finally:  # the row is kept even when a listener raises at the call's end
+            _record(ctx, state, request, None, span, turn, status, getattr(exc, "events", None))
         raise
-    trace.end(span, "ok")
-    _record(ctx, state, request, response, span, turn, "ok")
+    try:
+        trace.end(span, "ok")
+    finally:
+        _record(ctx, state, request, response, span, turn, "ok")
+    if events is not None:
+        await events.model_ended(ctx, state, response, trace.call_rows[-1])
     return response
 
 
@@ -483,6 +531,9 @@ def _record(
         wait = sum(e.get("seconds", 0.0) for e in events if e.get("event") == "queue_wait")
         retries = sum(1 for e in events if e.get("event") == "retry")
     latency = (span.ended or 0.0) - span.started
+    ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
+    if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
+        ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
     row = {
         "run_id": ctx.run_id,
         "span_id": span.span_id,
@@ -496,6 +547,7 @@ def _record(
         "ended": span.ended,
         "latency_s": latency - wait,
         "wait_s": wait,
+        "ttft_s": ttft,
         "chars_in": sizes["total"],
         "chars_in_system": sizes["system"],
         "chars_in_tools": sizes["tools"],
@@ -620,6 +672,9 @@ async def _run_tool(
         call_id=call.id,
         args_chars=len(call.arguments),
     )
+    events = state.events
+    if events is not None:
+        await events.tool_started(ctx, state, span, call)
     tool = tools.get(call.name)
     tcx = ToolCallContext(ctx, span, call.id, state)
     try:
@@ -647,4 +702,6 @@ async def _run_tool(
         trace.end(span, tcx.status, result_chars=len(result))
     else:
         trace.end(span, tcx.status)
+    if events is not None:
+        await events.tool_ended(ctx, state, span, call, result, tcx.status)
     return result

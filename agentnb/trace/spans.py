@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from operator import itemgetter
 from typing import Any, Literal
 
+from ..errors import CallbackRaised
+
 SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval", "guardrail"]
 """``approval``: time a call waited for a person (or an approver) to allow it, kept apart
 from model latency. ``guardrail``: one check of an agent's input or output, or of a tool call."""
@@ -32,6 +34,7 @@ CALL_COLUMNS = (
     "ended",
     "latency_s",
     "wait_s",
+    "ttft_s",
     "chars_in",
     "chars_in_system",
     "chars_in_tools",
@@ -93,7 +96,8 @@ class Trace:
         self.call_rows: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
         self.listeners: list[Listener] = []
-        """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them."""
+        """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them.
+        One that raises is removed, and the run ends with its exception as the error."""
         self._count = 0
         self._open: dict[str, Span] = {}
         # Spans not ended yet, in start order: closing what a finished sub-agent left open
@@ -139,8 +143,7 @@ class Trace:
         self.spans.append(span)
         self._open[span_id] = span
         if self.listeners:
-            for listener in self.listeners:
-                listener("start", span)
+            self._notify("start", span)
         return span
 
     def end(self, span: Span, status: str = "ok", **attrs: Any) -> None:
@@ -150,8 +153,20 @@ class Trace:
         if attrs:
             span.attrs.update(attrs)
         if self.listeners:
-            for listener in self.listeners:
-                listener("end", span)
+            self._notify("end", span)
+
+    def _notify(self, event: str, span: Span) -> None:
+        """Call every listener. One that raises is not called again, and its exception ends
+        the run (raised as `CallbackRaised` once the others have been told)."""
+        failed: BaseException | None = None
+        for listener in list(self.listeners):
+            try:
+                listener(event, span)
+            except BaseException as exc:  # user code: even SystemExit must not escape the run
+                self.listeners.remove(listener)
+                failed = failed or exc
+        if failed is not None:
+            raise CallbackRaised(failed)
 
     def close_open(self, status: str) -> None:
         """End every span still running (after a timeout, an error or an interrupt)."""
