@@ -28,6 +28,10 @@ _ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 
 """The status an error event stands for, so that one before the first delta is retried."""
 
 
+_RAW = frozenset({"input"})
+"""A tool's input is a dict in the SDK's reply too."""
+
+
 class MessageStream:
     """What one Messages API stream has said so far."""
 
@@ -96,7 +100,7 @@ class MessageStream:
                 block = {**block, "input": json.loads(text) if text.strip() else {}}
             content.append(block)
         message = {**self.message, "content": content, "stop_reason": self.stop_reason}
-        return response_from_wire(attrs(message), self.request, self.mode)
+        return response_from_wire(attrs(message, _RAW), self.request, self.mode)
 
     def missing(self) -> str:
         if self.message is None:

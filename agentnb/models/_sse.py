@@ -52,13 +52,14 @@ async def server_events(lines: AsyncIterator[str]) -> AsyncIterator[ServerEvent]
             data.append(value)
 
 
-def attrs(value: Any) -> Any:
+def attrs(value: Any, raw: frozenset[str] = frozenset()) -> Any:
     """JSON (dicts, lists) as objects with attributes, the shape an SDK's parsed reply has, so
-    a stream's end is read by the same ``response_from_wire`` as a whole reply."""
+    a stream's end is read by the same ``response_from_wire`` as a whole reply. Fields named
+    in ``raw`` stay as they are (a tool's ``input``, which the SDK keeps a dict too)."""
     if isinstance(value, dict):
-        return SimpleNamespace(**{k: attrs(v) for k, v in value.items()})
+        return SimpleNamespace(**{k: v if k in raw else attrs(v, raw) for k, v in value.items()})
     if isinstance(value, list):
-        return [attrs(v) for v in value]
+        return [attrs(v, raw) for v in value]
     return value
 
 
