@@ -238,8 +238,9 @@ BAD_RUN = [
     ("nobody", "go", "'nobody' is not defined; agents in the namespace: legal"),
     ("lookup", "go", "'lookup' is a function, not an Agent; agents in the namespace: legal"),
     ("legal --frob", "go",
-     "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id, --continue; "
-     "usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID]"),
+     "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id, --continue, "
+     "--no-stream; usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] "
+     "[--no-stream]"),
     ("legal --run-id", "go", "argument --run-id: expected one argument"),
     ("legal --run-id ''", "go", "argument --run-id: '' is not a run id: use one word without spaces"),
     ("legal --run-id 'a b'", "go", "argument --run-id: 'a b' is not a run id"),

@@ -15,7 +15,7 @@ from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
-from traitlets import CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from ..errors import UserError
 from ..models.types import Message
@@ -39,7 +39,10 @@ def _options(parser: argparse.ArgumentParser) -> str:
 
 
 def _parser(name: str, options: list[tuple[tuple[str, ...], dict[str, Any]]]) -> _Parser:
-    shown = " ".join(f"[{flags[0]} {kwargs['metavar']}]" for flags, kwargs in options)
+    shown = " ".join(
+        f"[{flags[0]} {kwargs['metavar']}]" if "metavar" in kwargs else f"[{flags[0]}]"
+        for flags, kwargs in options
+    )
     parser = _Parser(prog=name, usage=f"{name} NAME {shown}", add_help=False, allow_abbrev=False)
     parser.add_argument("name", metavar="NAME")
     for flags, kwargs in options:
@@ -86,6 +89,7 @@ AGENT_RUN = _parser(
         (("--timeout",), {"metavar": "S", "type": _positive(float)}),
         (("--run-id",), {"metavar": "ID", "type": _run_id, "dest": "run_id"}),
         (("--continue",), {"metavar": "PREV", "dest": "previous"}),
+        (("--no-stream",), {"action": "store_true", "dest": "no_stream"}),
     ],
 )
 
@@ -131,6 +135,13 @@ class AgentMagics(Magics):
         "(not in a terminal).",
     )
 
+    stream = Bool(
+        True,
+        config=True,
+        help="Stream %%agent_run (the live monitor shows each agent's text as it is written); "
+        "--no-stream turns it off for one cell.",
+    )
+
     @property
     def namespace(self) -> dict[str, Any]:
         return self.shell.user_ns if self.shell is not None else {}
@@ -168,13 +179,15 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent_run(self, line: str, cell: str) -> None:
-        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV]
+        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--no-stream]
 
         Runs agent NAME on the cell body ({identifier} interpolated from the namespace), with
         a live monitor, and displays the result; -o VAR stores the RunResult in VAR. --run-id
         fixes the run id (random otherwise), so the log lines are the same on every run.
         --continue PREV sends the conversation of the earlier result PREV, then the cell body.
-        Agents without a model (sub-agents included) use ``AgentMagics.default_model``."""
+        Agents without a model (sub-agents included) use ``AgentMagics.default_model``.
+        Streamed (the default), the monitor shows each agent's text as it is written and the
+        result then takes its place; --no-stream shows the monitor's last state above it."""
         args = parse(AGENT_RUN, line)
         ns, hidden = self.namespace, self.hidden()
         agent = the_agent(args.name, ns, hidden)
@@ -196,17 +209,32 @@ class AgentMagics(Magics):
         input: str | list[Message] = text
         if previous is not None:
             input = [*previous.to_input_list(), Message.user(text)]
+        stream = self.stream and not args.no_stream
+        monitor: Any = False
+        if self._live():
+            from .monitor import RunMonitor
+
+            monitor = RunMonitor(agent.name)
         try:
             result = commands.run_live(
-                agent, input, timeout=timeout, monitor=self._live(), run_id=args.run_id, **options
+                agent,
+                input,
+                timeout=timeout,
+                monitor=monitor,
+                run_id=args.run_id,
+                stream=stream,
+                **options,
             )
         except UserError as exc:  # e.g. an agent whose model spec cannot be resolved
             raise UsageError(f"%%agent_run: {_one_line(exc)}") from None
         if args.out is not None:
             ns[args.out] = result
-        from IPython.display import display
+        if monitor is not False and stream:
+            monitor.replace(result)  # the final result takes the live view's place
+        else:
+            from IPython.display import display
 
-        display(result)
+            display(result)
 
     def _live(self) -> bool:
         if self.live == "auto":
