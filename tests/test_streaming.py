@@ -378,3 +378,28 @@ def test_ctrl_c_during_stream_sync_ends_the_stream_with_the_partial_result():
     assert not result.ok and isinstance(result.error, a.RunCancelled)
     assert list(result.calls["status"]) == ["ok", "cancelled"]
     assert not _loop.main_thread_blocked()
+
+
+# -- ttft_s in the latency table and figure
+
+
+async def test_latency_series_and_its_figure_show_ttft_for_streamed_runs_only():
+    from agentnb.measure.sweep import sweep
+    from agentnb.measure.tables import latency_series
+    from agentnb.plot import latency
+
+    async def fn(n: int, mode: str) -> a.RunResult:
+        model = a.ScriptedModel([a.say("an answer")] * n, latency=0.01, chunk_chars=3)
+        agent = a.Agent("w", "x", model)
+        if mode == "streamed":
+            return await a.run_streamed(agent, "go").result()
+        return await a.run(agent, "go")
+
+    frame = await sweep(fn, {"mode": ["streamed", "plain"], "n": [1, 2]}, progress=False)
+    series = latency_series(frame)
+
+    streamed = series[series["mode"] == "streamed"]
+    assert streamed["ttft_s"].notna().all() and (streamed["ttft_s"] >= 0.005).all()
+    assert series[series["mode"] == "plain"]["ttft_s"].isna().all()
+    lines = {line.get_gid() for line in latency(series).axes[0].get_lines()}
+    assert "ttft:streamed" in lines and "ttft:plain" not in lines

@@ -269,8 +269,11 @@ def latency_series(data: Any, x: str = "n", mode: str | None = "mode") -> pd.Dat
     Needs a `sweep` frame (it records ``wall_s`` and ``critical_s`` per run). Columns: the
     mode and x, ``runs``, ``model_calls``, ``wall_s``, ``critical_s`` (the critical-path lower
     bound: no orchestration of the same calls can be faster), ``latency_sum_s`` (every model
-    call one after another) and ``overhead_s`` (wall time above the bound).
+    call one after another), ``overhead_s`` (wall time above the bound) and ``ttft_s`` (the
+    mean time to the first token of a call, for streamed runs; NaN otherwise).
     """
+    import pandas as pd
+
     frame = calls_frame(data)
     if "wall_s" not in frame.columns:
         raise UserError(
@@ -283,5 +286,11 @@ def latency_series(data: Any, x: str = "n", mode: str | None = "mode") -> pd.Dat
     values = ["model_calls", "wall_s", "critical_s", "latency_s"]
     table = _per_config(runs, keys, values).rename(columns={"latency_s": "latency_sum_s"})
     table["overhead_s"] = table["wall_s"] - table["critical_s"]
+    if "ttft_s" in frame:
+        ttft = pd.to_numeric(frame["ttft_s"], errors="coerce")
+        means = grouped(frame.assign(ttft_s=ttft), keys)["ttft_s"].mean()
+        table["ttft_s"] = means.to_numpy() if keys else float(means.iloc[0])
+    else:
+        table["ttft_s"] = float("nan")
     table.attrs["params"] = keys
     return table
