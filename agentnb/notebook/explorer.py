@@ -106,6 +106,9 @@ class TraceExplorer(widgets.HBox):
                     ("waited in queue", seconds(row.get("wait_s"))),
                     ("retries", count(row.get("retries"))),
                 ]
+                ttft = row.get("ttft_s")
+                if ttft is not None and ttft == ttft:  # NaN: the call was not streamed
+                    facts.append(("first token after", seconds(ttft)))
         cells = "".join(
             f"<tr><td>{html.escape(k)}</td><td style='text-align:right'>{html.escape(str(v))}</td></tr>"
             for k, v in facts
