@@ -201,3 +201,16 @@ def test_anthropic_structured_output_through_the_output_tool_streams_as_one_text
 
     assert result.ok and result.output == Verdict(risk="high")
     assert deltas(events) == ['{"risk":"high"}']
+
+
+def test_model_settings_reach_the_wire_when_streamed():
+    settings = a.ModelSettings(temperature=0.2, extra={"user": "u-7"})
+    with FakeOpenAIServer([chat_stream("ok")]) as server:
+        _, result = stream(a.Agent("w", "x", gpt(server), model_settings=settings), "go")
+    assert result.ok, result.error
+    assert server.bodies[0]["temperature"] == 0.2 and server.bodies[0]["user"] == "u-7"
+
+    with FakeAnthropicServer([claude_stream(text("ok"))]) as server:
+        _, result = stream(a.Agent("w", "x", claude(server), model_settings=settings), "go")
+    assert result.ok, result.error
+    assert server.bodies[0]["temperature"] == 0.2 and server.bodies[0]["user"] == "u-7"

@@ -112,7 +112,8 @@ async def stream_message(model: AnthropicModel, request: ModelRequest) -> AsyncI
     """`AnthropicModel.stream`: one call streamed, with the adapter's slots and retries."""
     async with model._slots.slot() as (client, events):
         body = request_to_wire(model.model, request, model.structured, model.max_tokens)
-        extra = {"extra_body": model.params} if model.params else {}
+        params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
+        extra = {"extra_body": params} if params else {}
 
         def open_stream() -> Any:
             return client.messages.with_streaming_response.create(

@@ -116,12 +116,13 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
     """`OpenAIModel.stream`: one call streamed, with the adapter's slots, retries and fallback."""
     async with model._slots.slot() as (client, events):
         mode: StructuredMode | None = model._mode if request.output_schema is not None else None
-        extra = {"extra_body": model.params} if model.params else {}
 
         def open_stream() -> Any:
             body = request_to_wire(
                 model.model, request, mode, max_tokens_param=model._max_tokens_param
             )
+            params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
+            extra = {"extra_body": params} if params else {}
             return client.chat.completions.with_streaming_response.create(
                 **body,
                 stream=True,

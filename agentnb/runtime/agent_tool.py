@@ -257,7 +257,7 @@ class AgentTool(Tool):
         except UserError:  # agentnb used the wrong way (e.g. no approver): fix the call
             status = "error"
             raise
-        except Exception as exc:  # a client or hook crashed: the caller is told, as for any failure
+        except Exception as exc:  # a client crashed: the caller is told, as for any failure
             status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
         finally:
             _discard(ctx.active, state)
