@@ -214,3 +214,17 @@ def test_model_settings_reach_the_wire_when_streamed():
         _, result = stream(a.Agent("w", "x", claude(server), model_settings=settings), "go")
     assert result.ok, result.error
     assert server.bodies[0]["temperature"] == 0.2 and server.bodies[0]["user"] == "u-7"
+
+
+def test_a_server_that_rejects_stream_options_is_streamed_without_usage():
+    script = [
+        error(400, "Unrecognized request argument supplied: stream_options"),
+        chat_stream("ok"),
+    ]
+    with FakeOpenAIServer(script) as server:
+        _, result = stream(a.Agent("w", "x", gpt(server)), "go")
+
+    assert result.ok and result.output == "ok"
+    assert "stream_options" in server.bodies[0] and "stream_options" not in server.bodies[1]
+    events = result.spans[2].attrs["events"]
+    assert {"event": "stream_options_dropped", "status": 400} in events

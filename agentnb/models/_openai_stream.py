@@ -116,6 +116,7 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
     """`OpenAIModel.stream`: one call streamed, with the adapter's slots, retries and fallback."""
     async with model._slots.slot() as (client, events):
         mode: StructuredMode | None = model._mode if request.output_schema is not None else None
+        usage_asked: dict[str, Any] = {"stream_options": {"include_usage": True}}
 
         def open_stream() -> Any:
             body = request_to_wire(
@@ -126,13 +127,17 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
             return client.chat.completions.with_streaming_response.create(
                 **body,
                 stream=True,
-                stream_options={"include_usage": True},
+                **usage_asked,
                 timeout=model.timeout,
                 **extra,
             )
 
-        def fallback(failed: Failure) -> bool:  # as `OpenAIModel.request` does
-            nonlocal mode
+        def fallback(failed: Failure) -> bool:  # as `OpenAIModel.request` does, and:
+            nonlocal mode, usage_asked
+            if failed.status in (400, 422) and usage_asked and "stream_options" in failed.message:
+                usage_asked = {}  # a server that does not know it: stream without usage
+                events.append({"event": "stream_options_dropped", "status": failed.status})
+                return True
             weaker = WEAKER.get(mode or "") if model.structured == "auto" else None
             if failed.status not in (400, 422) or weaker is None:
                 return False
