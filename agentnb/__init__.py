@@ -23,6 +23,7 @@ from .errors import (
     UserError,
 )
 from .measure import scenarios
+from .measure.caching import cache_estimate
 from .measure.critical import critical_path
 from .measure.prices import Price, Prices, add_cost
 from .measure.rounds import verifier_table
@@ -255,6 +256,7 @@ __all__ = [
     "Price",
     "Prices",
     "add_cost",
+    "cache_estimate",
     "plot",
     # notebook (imported on first use)
     "RunMonitor",

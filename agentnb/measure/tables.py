@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UserError
 from ..trace.sizes import COMPONENTS
@@ -73,29 +73,47 @@ def cost_table(
     *,
     baseline: Any = None,
     prices: Prices | None = None,
+    unit: Literal["chars", "tokens"] = "chars",
+    caching: Literal["openai", "anthropic"] | None = None,
 ) -> pd.DataFrame:
     """Characters and tokens sent and generated per configuration, and the multiplier.
 
     ``baseline``: ``None`` (the first configuration), a dict of parameter values selecting
     one (``{"mode": "generalist"}``), or a separate run (a result or calls frame), added as
     a first row. ``prices``: a `Prices` table, adding the cost per run (NaN with a
-    ``cost_note`` when a price or a token count is missing).
+    ``cost_note`` when a price or a token count is missing). ``unit``: what the multiplier
+    divides, characters or tokens sent. ``caching``: a provider whose prompt cache
+    `agentnb.cache_estimate` estimates (its defaults), adding ``tokens_in_cached_est`` and,
+    with prices, ``cost_cached_est``.
 
     Columns: the configuration, ``runs``, ``errors``, ``model_calls``, ``chars_in``,
-    ``tokens_in``, ``chars_out``, ``tokens_out``, ``multiplier`` (chars_in / the baseline's),
-    ``baseline`` (True on the baseline row), then ``cost``, ``cost_note``, ``price_source``.
-    A configuration column of whole numbers (``k``) is ``Int64``, <NA> where a row has none.
+    ``tokens_in``, ``chars_out``, ``tokens_out``, ``multiplier`` (``chars_in`` or
+    ``tokens_in`` / the baseline's), ``baseline`` (True on the baseline row), then ``cost``
+    (no caching), ``cost_cached_est``, ``cost_cached`` (as the provider reported),
+    ``cost_note``, ``price_source``. A configuration column of whole numbers (``k``) is
+    ``Int64``, <NA> where a row has none.
     """
     import pandas as pd
 
+    if unit not in ("chars", "tokens"):
+        raise UserError(f"unit must be 'chars' or 'tokens', got {unit!r}")
     frame = calls_frame(data)
     keys = group_columns(frame, by)
     extra: tuple[str, ...] = ()
+    if caching is not None:
+        from .caching import cache_estimate
+
+        frame = cache_estimate(frame, caching)
+        extra = ("tokens_in_cached_est",)
     if prices is not None:
         from .prices import add_cost
 
         frame = add_cost(frame, prices)
-        extra = ("cost",)
+        extra += ("cost",)
+        if caching is not None:
+            extra += ("cost_cached_est",)
+        if _reported(frame):
+            extra += ("cost_cached",)
     values = ["model_calls", "chars_in", "tokens_in", "chars_out", "tokens_out", *extra]
     table = _per_config(per_run(frame, keys, extra), keys, values)
     if prices is not None:
@@ -107,18 +125,25 @@ def cost_table(
     if baseline is None or isinstance(baseline, Mapping):
         base_row = _select(table, keys, baseline)
         table.loc[base_row, "baseline"] = True
-        base = float(table.loc[base_row, "chars_in"])
+        base = float(table.loc[base_row, f"{unit}_in"])
     else:
         base_calls = calls_frame(baseline)
-        base_table = cost_table(base_calls, by=[], prices=prices)
+        base_table = cost_table(base_calls, by=[], prices=prices, caching=caching)
         base_table = base_table.assign(**{k: None for k in keys}, baseline=True)
         table = pd.concat([base_table.reindex(columns=table.columns), table], ignore_index=True)
-        base = float(base_table["chars_in"].iloc[0])
-    table.insert(list(table.columns).index("baseline"), "multiplier", table["chars_in"] / base)
+        base = float(base_table[f"{unit}_in"].iloc[0])
+    multiplier = table[f"{unit}_in"] / base
+    table.insert(list(table.columns).index("baseline"), "multiplier", multiplier)
     for key in keys:
         table[key] = _whole_numbers(table[key])
     table.attrs["params"] = keys
     return table
+
+
+def _reported(frame: pd.DataFrame) -> bool:
+    """Whether a provider reported cached or cache-write tokens for any call of ``frame``."""
+    columns = [c for c in ("tokens_in_cached", "tokens_in_cache_write") if c in frame]
+    return bool(columns) and bool(frame[columns].notna().to_numpy().any())
 
 
 def _whole_numbers(column: pd.Series) -> pd.Series:

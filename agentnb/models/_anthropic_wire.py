@@ -22,6 +22,10 @@ from .settings import ModelSettings, unsupported
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
 
 StructuredMode = Literal["tool", "native", "prompt"]
+CacheMode = Literal["auto"] | None
+
+EPHEMERAL = {"type": "ephemeral"}
+"""The ``cache_control`` of a prompt-cache breakpoint (the default 5-minute cache)."""
 
 OUTPUT_TOOL = "final_answer"
 """The tool a structured answer is given through in ``"tool"`` mode."""
@@ -113,9 +117,16 @@ def output_tool_name(request: ModelRequest) -> str:
 
 
 def request_to_wire(
-    model: str, request: ModelRequest, mode: StructuredMode, max_tokens: int
+    model: str,
+    request: ModelRequest,
+    mode: StructuredMode,
+    max_tokens: int,
+    cache: CacheMode = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``messages.create`` for one request."""
+    """The keyword arguments of ``messages.create`` for one request.
+
+    ``cache="auto"`` marks prompt-cache breakpoints (`mark_breakpoints`).
+    """
     system = request.system
     schema: OutputSchema | None = request.output_schema
     if schema is not None and mode == "prompt":
@@ -151,6 +162,8 @@ def request_to_wire(
         body["tools"] = tools
     if request.settings is not None:
         _apply_settings(body, request.settings, request, mode)
+    if cache == "auto":
+        mark_breakpoints(body)
     return body
 
 
@@ -201,6 +214,26 @@ def _apply_settings(
         }
     if sampling or settings.extra:
         body["extra_body"] = {**sampling, **(settings.extra or {})}
+
+
+def mark_breakpoints(body: dict[str, Any]) -> None:
+    """Prompt-cache breakpoints where Anthropic's documentation puts them for an agent loop:
+    after the tool specs, after the system prompt, and on the last block of the history, so
+    each turn reads what the previous turn wrote and writes what it adds. The API caches the
+    prefix in the order tools, system, messages; three of its four breakpoints are used."""
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    messages = body.get("messages")
+    if messages:
+        last = messages[-1]
+        content = last["content"]
+        if isinstance(content, str):  # the API reads a string as one text block
+            content = [{"type": "text", "text": content}]
+        last["content"] = [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]
 
 
 _STOP: dict[str, StopReason] = {
@@ -260,7 +293,13 @@ def response_from_wire(message: Any, request: ModelRequest, mode: StructuredMode
     return ModelResponse(
         text=text,
         tool_calls=calls,
-        usage=Usage(_input_tokens(usage), getattr(usage, "output_tokens", None), 1),
+        usage=Usage(
+            _input_tokens(usage),
+            getattr(usage, "output_tokens", None),
+            1,
+            _count(getattr(usage, "cache_read_input_tokens", None)),
+            _count(getattr(usage, "cache_creation_input_tokens", None)),
+        ),
         stop_reason=stop,
         model=getattr(message, "model", None),
         events=events,
@@ -276,3 +315,7 @@ def _input_tokens(usage: Any) -> int | None:
         getattr(usage, "cache_read_input_tokens", None) or 0
     )
     return int(usage.input_tokens) + int(extra)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -183,10 +183,26 @@ def response_from_wire(completion: Any) -> ModelResponse:
     return ModelResponse(
         text=text,
         tool_calls=calls,
-        usage=Usage(
-            getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None), 1
-        ),
+        usage=usage_from_wire(usage),
         stop_reason=stop,
         model=getattr(completion, "model", None),
         events=events,
     )
+
+
+def usage_from_wire(usage: Any) -> Usage:
+    """`Usage` from Chat Completions' ``usage`` (cached and reasoning details when reported)."""
+    prompt = getattr(usage, "prompt_tokens_details", None)
+    completion = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        getattr(usage, "prompt_tokens", None),
+        getattr(usage, "completion_tokens", None),
+        1,
+        _count(getattr(prompt, "cached_tokens", None)),
+        None,
+        _count(getattr(completion, "reasoning_tokens", None)),
+    )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -20,7 +20,13 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ..errors import UserError
-from ._anthropic_wire import MalformedReply, StructuredMode, request_to_wire, response_from_wire
+from ._anthropic_wire import (
+    CacheMode,
+    MalformedReply,
+    StructuredMode,
+    request_to_wire,
+    response_from_wire,
+)
 from ._http import (
     Backoff,
     Failure,
@@ -54,6 +60,8 @@ class AnthropicModel:
       call a ``final_answer`` tool whose input is the answer; every Claude model), ``"native"``
       (``output_config`` with the JSON schema; recent models) or ``"prompt"`` (an instruction).
     - ``params``: extra fields sent with every request (``temperature``, ``top_p``, ...).
+    - ``cache``: ``"auto"`` marks prompt-cache breakpoints after the tool specs, after the
+      system prompt and at the end of the history (docs/caching.md); ``None`` marks none.
     """
 
     def __init__(
@@ -71,6 +79,7 @@ class AnthropicModel:
         structured: StructuredMode = "tool",
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
+        cache: CacheMode = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise UserError(
@@ -80,6 +89,9 @@ class AnthropicModel:
         check_sending(max_concurrency, max_retries, timeout)
         if structured not in ("tool", "native", "prompt"):
             raise UserError(f"structured must be 'tool', 'native' or 'prompt', got {structured!r}")
+        if cache not in ("auto", None):
+            raise UserError(f"cache must be 'auto' or None, got {cache!r}")
+        self.cache: CacheMode = cache
         self.model = model
         self.name = name or model
         self.max_tokens = max_tokens
@@ -124,7 +136,9 @@ class AnthropicModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
-            body = request_to_wire(self.model, request, self.structured, self.max_tokens)
+            body = request_to_wire(
+                self.model, request, self.structured, self.max_tokens, self.cache
+            )
             params = {**(self.params or {}), **body.pop("extra_body", {})}  # ModelSettings.extra
             extra = {"extra_body": params} if params else {}
 

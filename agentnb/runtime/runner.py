@@ -517,13 +517,19 @@ def _record(
     failed_events: list[dict[str, Any]] | None = None,
 ) -> None:
     sizes = request_sizes(request, state.tally)
-    tokens_in, method = request_tokens(request, state.tally)
+    tally, model = state.tally, span.name
+    tokens_in, method = request_tokens(request, tally, model)
     tokens_out = (
-        response_tokens(response) if (response is not None and tokens_in is not None) else None
+        response_tokens(response, model)
+        if (response is not None and tokens_in is not None)
+        else None
     )
     provider = response.usage if response is not None else _NO_USAGE
+    overhead = None
     if tokens_in is None and provider.input_tokens is not None:
         tokens_in, tokens_out, method = provider.input_tokens, provider.output_tokens, "provider"
+    elif tokens_in is not None and provider.input_tokens is not None:
+        overhead = provider.input_tokens - tokens_in
     chars_out = response_chars(response) if response is not None else 0
     events = response.events if response is not None else (failed_events or [])
     wait = retries = 0
@@ -562,10 +568,15 @@ def _record(
         "tokens_method": method,
         "provider_tokens_in": provider.input_tokens,
         "provider_tokens_out": provider.output_tokens,
+        "tokens_in_cached": provider.cached_input_tokens,
+        "tokens_in_cache_write": provider.cache_write_tokens,
+        "tokens_out_reasoning": provider.reasoning_tokens,
+        "tokens_in_overhead": overhead,
         "tool_calls": len(response.tool_calls) if response is not None else 0,
         "stop_reason": response.stop_reason if response is not None else "error",
         "retries": retries,
         "status": status,
+        "prefix": tally.prefix,
     }
     ctx.trace.call_rows.append(row)
     attrs = span.attrs
@@ -595,16 +606,14 @@ _NO_USAGE = Usage()  # what a failed call reports; never changed (usages are add
 
 
 def add_call(total: Usage, provider: Usage) -> Usage:
-    """``total + Usage(provider.input_tokens, provider.output_tokens, 1)``: one model call added.
-
-    Written out because it runs twice per model call: a call now builds two `Usage` objects
-    where a shared ``used`` one and two sums built three. A test checks it against the ``+``.
-    """
-    tokens_in, tokens_out = provider.input_tokens, provider.output_tokens
-    return Usage(
-        total.input_tokens if tokens_in is None else (total.input_tokens or 0) + tokens_in,
-        total.output_tokens if tokens_out is None else (total.output_tokens or 0) + tokens_out,
-        total.requests + 1,
+    """``total`` plus one model call's ``provider`` usage, counted as one request."""
+    return total + Usage(
+        provider.input_tokens,
+        provider.output_tokens,
+        1,
+        provider.cached_input_tokens,
+        provider.cache_write_tokens,
+        provider.reasoning_tokens,
     )
 
 

@@ -49,13 +49,26 @@ CALL_COLUMNS = (
     "tokens_method",
     "provider_tokens_in",
     "provider_tokens_out",
+    "tokens_in_cached",
+    "tokens_in_cache_write",
+    "tokens_out_reasoning",
+    "tokens_in_overhead",
     "tool_calls",
     "stop_reason",
     "retries",
     "status",
+    "prefix",
 )
-"""The columns of ``RunResult.calls``, in order: the trace schema's single definition."""
+"""The columns of ``RunResult.calls``, in order: the trace schema's single definition.
+
+The provider's usage: ``provider_tokens_in``/``_out`` as billed, and its parts
+``tokens_in_cached`` (served from the prompt cache), ``tokens_in_cache_write`` (written to it),
+``tokens_out_reasoning``; empty where the provider reported none. ``tokens_in_overhead`` is the
+provider's input count minus agentnb's (docs/tokens.md says what it is made of). ``prefix`` is
+the request as a chain of fingerprints (`agentnb.trace.prefixes.Prefix`) for
+`agentnb.cache_estimate`; ``None`` without a tokenizer."""
 _STARTED = CALL_COLUMNS.index("started")
+_REPORTED = ("tokens_in_cached", "tokens_in_cache_write", "tokens_out_reasoning")
 
 
 @dataclass(slots=True)
@@ -275,9 +288,13 @@ class Trace:
             values = sorted(values, key=itemgetter(at))
         except TypeError:  # a call with no start time sorts first
             values = sorted(values, key=lambda v: v[at] or 0.0)
-        return pd.DataFrame(
+        frame = pd.DataFrame(
             dict(zip(CALL_COLUMNS, map(list, zip(*values)))), columns=list(CALL_COLUMNS)
         )
+        for column in _REPORTED:  # never reported in the whole run: NaN, like a gap
+            if frame[column].dtype == object:
+                frame[column] = frame[column].astype(float)
+        return frame
 
     def spans_frame(self) -> Any:
         """One row per span (all kinds), for filtering and timelines."""
