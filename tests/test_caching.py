@@ -164,3 +164,29 @@ def test_prices_carry_cache_prices_with_their_source():
     assert prices.lookup("mine").cached_input == 0.1
     with pytest.raises(a.UserError, match="cached_input price"):
         prices.add("bad", input=1, output=1, cached_input=-1, source="x", as_of="2026")
+
+
+async def test_tables_in_tokens_and_with_caching(word_tokenizer):
+    from agentnb import scenarios
+
+    results = {"generalist": await scenarios.generalist()}
+    results.update({f"k={k}": await scenarios.review_hierarchy(k) for k in (1, 2)})
+
+    table = a.cost_table(results, unit="tokens")
+    assert list(table["multiplier"]) == list(table["tokens_in"] / table["tokens_in"].iloc[0])
+
+    parts = a.breakdown(results, unit="tokens")
+    columns = [f"tokens_in_{c}" for c in ("system", "tools", "user", "assistant", "tool_args")]
+    columns.append("tokens_in_tool_results")
+    assert (parts[columns].sum(axis=1) == parts["tokens_in"]).all()  # components add up
+    assert (parts["tokens_in_tools"] > 0).iloc[1:].all()
+
+    prices = a.Prices(defaults=False).add(
+        "coordinator", input=1.0, output=2.0, cached_input=0.1, source="test", as_of="2026"
+    )
+    for name in ("generalist", "reviewer"):
+        prices.add(name, input=1.0, output=2.0, cached_input=0.1, source="test", as_of="2026")
+    money = a.cost_table(results, prices=prices, caching="openai")
+    assert {"tokens_in_cached_est", "cost", "cost_cached_est"} <= set(money.columns)
+    assert (money["cost_cached_est"] <= money["cost"]).all()
+    assert "cost_cached" not in money  # no provider reported cached tokens

@@ -14,6 +14,7 @@ from numbers import Real
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UserError
+from ..trace.prefixes import TOKEN_COMPONENTS, Prefix, components
 from ..trace.sizes import COMPONENTS
 from .frames import calls_frame, group_columns, grouped, run_columns
 
@@ -243,7 +244,11 @@ def cost_fit(
 
 
 def breakdown(
-    data: Any, by: str | Sequence[str] | None = None, *, depth: bool = False
+    data: Any,
+    by: str | Sequence[str] | None = None,
+    *,
+    depth: bool = False,
+    unit: Literal["chars", "tokens"] = "chars",
 ) -> pd.DataFrame:
     """Why it costs that much: characters sent per component, per configuration (per run).
 
@@ -252,14 +257,19 @@ def breakdown(
     assistant text, tool-call arguments reread, tool results reread, and JSON framing.
     ``chars_out`` is what the models generated (the orchestrator's tool arguments included).
     ``depth=True`` splits each configuration by depth (0: the orchestrator, 1: its sub-agents).
+    ``unit="tokens"``: the same in tokens (``tokens_in_<component>``, no framing), from the
+    fingerprints each call keeps (NaN for calls counted without a tokenizer).
     """
     frame = calls_frame(data)
     keys = group_columns(frame, by)
     split = [*keys, "depth"] if depth else keys
     if depth:
         frame = frame[frame["span_id"].notna()]
-    runs = per_run(frame, split)
-    values = ["model_calls", *COMPONENT_COLUMNS, "chars_in", "chars_out"]
+    columns = _components(unit)
+    if unit == "tokens":
+        frame = with_token_components(frame)
+    runs = per_run(frame, split, columns if unit == "tokens" else ())
+    values = ["model_calls", *columns, f"{unit}_in", f"{unit}_out"]
     table = _per_config(runs, split, values)
     if depth:
         table = table.drop(columns=["errors"], errors="ignore")
@@ -268,24 +278,51 @@ def breakdown(
 
 
 def breakdown_growth(
-    data: Any, x: str = "k", by: str | Sequence[str] | None = None, *, depth: bool = False
+    data: Any,
+    x: str = "k",
+    by: str | Sequence[str] | None = None,
+    *,
+    depth: bool = False,
+    unit: Literal["chars", "tokens"] = "chars",
 ) -> pd.DataFrame:
     """How much each component grows per unit of ``x`` (per added sub-agent), and its share.
 
     One row per component (``chars_in_user`` ...), then ``chars_in`` (the total) and
     ``chars_out``; ``share`` is the component's part of the growth of ``chars_in``. Grouped
     by the other configuration columns (e.g. ``mode``) and, with ``depth=True``, by depth.
+    ``unit="tokens"``: the same in tokens (see `breakdown`).
     """
-    table = breakdown(data, by, depth=depth)
+    table = breakdown(data, by, depth=depth, unit=unit)
     keys = [k for k in table.attrs["params"] if k != x] + (["depth"] if depth else [])
-    ys = [*COMPONENT_COLUMNS, "chars_in", "chars_out"]
+    total, out = f"{unit}_in", f"{unit}_out"
+    ys = [*_components(unit), total, out]
     fits = linear_fit(table, x, ys, keys).rename(columns={"y": "component"})
-    totals = fits[fits["component"] == "chars_in"].set_index(keys or "x")["slope"]
+    totals = fits[fits["component"] == total].set_index(keys or "x")["slope"]
     index = fits.set_index(keys or "x").index
     share = fits["slope"].to_numpy() / totals.reindex(index).to_numpy()
     fits["share"] = share
-    fits.loc[fits["component"].isin(["chars_in", "chars_out"]), "share"] = float("nan")
+    fits.loc[fits["component"].isin([total, out]), "share"] = float("nan")
     return fits.drop(columns=["x", "r2", "points"])
+
+
+TOKEN_COMPONENT_COLUMNS = tuple(f"tokens_in_{c}" for c in TOKEN_COMPONENTS)
+"""``tokens_in_system`` ... ``tokens_in_tool_results``: they add up to ``tokens_in``."""
+
+
+def _components(unit: str) -> tuple[str, ...]:
+    if unit not in ("chars", "tokens"):
+        raise UserError(f"unit must be 'chars' or 'tokens', got {unit!r}")
+    return TOKEN_COMPONENT_COLUMNS if unit == "tokens" else COMPONENT_COLUMNS
+
+
+def with_token_components(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of a calls frame with ``tokens_in_<component>`` from each call's ``prefix``."""
+    import pandas as pd
+
+    chains = frame["prefix"] if "prefix" in frame else pd.Series(None, index=frame.index)
+    parts = [components(c) if isinstance(c, Prefix) else {} for c in chains]
+    split = pd.DataFrame.from_records(parts, index=frame.index, columns=list(TOKEN_COMPONENTS))
+    return frame.assign(**{f"tokens_in_{c}": split[c].astype(float) for c in TOKEN_COMPONENTS})
 
 
 def latency_series(data: Any, x: str = "n", mode: str | None = "mode") -> pd.DataFrame:

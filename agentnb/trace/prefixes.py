@@ -9,12 +9,13 @@ to and including it, its own token count and the running total.
 A history only grows, so the chain of turn 2 extends the chain of turn 1: the parts are shared
 (turn 2 points at turn 1's last part), and memory grows with the number of messages, not with
 calls times history length. No text is kept, only hashes and counts. Two requests share a
-prefix up to a part exactly when that part's fingerprint is the same in both (64-bit hashes
-of the texts, valid inside one Python process).
+prefix up to a part exactly when that part's fingerprint is the same in both (64-bit BLAKE2b
+hashes of the texts, the same in every process, so runs made by a sweep's workers compare).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from typing import Literal
 
@@ -26,9 +27,11 @@ PartKind = Literal["tools", "system", "user", "assistant", "tool"]
 class Prefix:
     """One part of a request, chained to the parts before it (see the module docstring)."""
 
-    __slots__ = ("digest", "kind", "parent", "tokens", "total")
+    __slots__ = ("args", "digest", "kind", "parent", "tokens", "total")
 
-    def __init__(self, kind: PartKind, digest: int, tokens: int, parent: Prefix | None) -> None:
+    def __init__(
+        self, kind: PartKind, digest: int, tokens: int, parent: Prefix | None, args: int = 0
+    ) -> None:
         self.kind: PartKind = kind
         self.digest = digest
         """Fingerprint of the request up to and including this part."""
@@ -37,6 +40,8 @@ class Prefix:
         self.total: int = tokens + (parent.total if parent is not None else 0)
         """Tokens of the request up to and including this part."""
         self.parent = parent
+        self.args = args
+        """Of ``tokens``, those of the tool-call arguments (an assistant message's)."""
 
     def parts(self) -> list[Prefix]:
         """The chain from the request's first part to this one."""
@@ -63,18 +68,46 @@ class Prefix:
         return f"Prefix({sum(1 for _ in self._walk())} parts, {self.total:,} tokens)"
 
 
+def fingerprint(value: object) -> int:
+    """A 64-bit fingerprint of a value made of strings, numbers, None and tuples of them."""
+    data = repr(value).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+
+
 def head(tools: tuple[int, int], system: tuple[int, int]) -> Prefix:
-    """The fixed start of a request: ``(digest, tokens)`` of its specs and of its system prompt.
+    """The fixed start of a request: ``(fingerprint, tokens)`` of its specs and of its system
+    prompt.
 
     Both parts are always present (with 0 tokens when empty) so that message parts always hang
     from a system part, and breakpoints "after the tools" and "after the system prompt" exist.
     """
-    specs = Prefix("tools", hash(("tools", tools[0])), tools[1], None)
-    return Prefix("system", hash((specs.digest, system[0])), system[1], specs)
+    specs = Prefix("tools", tools[0], tools[1], None)
+    return Prefix("system", fingerprint((specs.digest, system[0])), system[1], specs)
 
 
-def extend(parent: Prefix, message: Message, tokens: int) -> Prefix:
-    """The part for ``message`` after ``parent``."""
+def extend(parent: Prefix, message: Message, tokens: int, args: int = 0) -> Prefix:
+    """The part for ``message`` (``tokens``, ``args`` of them its tool calls') after ``parent``."""
     calls = tuple((c.id, c.name, c.arguments) for c in message.tool_calls)
-    content = (message.role, message.content, message.tool_call_id, calls)
-    return Prefix(message.role, hash((parent.digest, content)), tokens, parent)
+    content = (parent.digest, message.role, message.content, message.tool_call_id, calls)
+    return Prefix(message.role, fingerprint(content), tokens, parent, args)
+
+
+TOKEN_COMPONENTS = ("system", "tools", "user", "assistant", "tool_args", "tool_results")
+"""The components of `agentnb.trace.sizes.COMPONENTS` that tokens are split into (a token
+count has no JSON framing: the chat format's own tokens are the provider's, docs/tokens.md)."""
+
+_COMPONENT = {"tools": "tools", "system": "system", "user": "user", "tool": "tool_results"}
+
+
+def components(chain: Prefix) -> dict[str, int]:
+    """A request's tokens by component, from its chain; they add up to ``chain.total``."""
+    out = dict.fromkeys(TOKEN_COMPONENTS, 0)
+    node: Prefix | None = chain
+    while node is not None:
+        if node.kind == "assistant":
+            out["assistant"] += node.tokens - node.args
+            out["tool_args"] += node.args
+        else:
+            out[_COMPONENT[node.kind]] += node.tokens
+        node = node.parent
+    return out

@@ -30,7 +30,7 @@ from ..errors import UserError
 from ..models.types import Message, ModelRequest, ModelResponse
 from . import _tokenizers
 from .history import HistoryTally
-from .prefixes import Prefix, extend, head
+from .prefixes import Prefix, extend, fingerprint, head
 from .sizes import dumps
 
 Encoder = Callable[[str], int]
@@ -173,15 +173,18 @@ def _encoder(encoding: str, mode: str) -> tuple[Encoder | None, str]:
 
 
 def message_tokens(message: Message, count: Encoder, method: str) -> int:
+    """A message's tokens (content and tool-call arguments), cached on the message as
+    ``(key, tokens, tokens of the arguments)``."""
     key = (method, _state["generation"])
     cached = message._tokens
     if cached is not None and cached[0] == key:
         return int(cached[1])
     n = count(message.content or "") if message.content else 0
+    args = 0
     for call in message.tool_calls:
-        n += count(call.arguments)
-    message._tokens = (key, n)
-    return n
+        args += count(call.arguments)
+    message._tokens = (key, n + args, args)
+    return n + args
 
 
 _spec_tokens: dict[tuple[int, str], tuple[object, int, int]] = {}
@@ -198,6 +201,20 @@ def _cached_count(text: str, count: Encoder) -> int:
             _text_tokens.clear()
         _text_tokens[text] = n
     return n
+
+
+_fingerprints: dict[str, int] = {}
+"""Fingerprints of system prompts and output schemas, computed once per text."""
+
+
+def _text_fingerprint(text: str) -> int:
+    digest = _fingerprints.get(text)
+    if digest is None:
+        digest = fingerprint(text)
+        if len(_fingerprints) > 10_000:
+            _fingerprints.clear()
+        _fingerprints[text] = digest
+    return digest
 
 
 def request_tokens(
@@ -221,7 +238,7 @@ def request_tokens(
         hit = _spec_tokens.get(spec_key)
         if hit is None or hit[0] is not spec:
             text = dumps(spec.as_dict())
-            hit = (spec, count(text), hash(text))
+            hit = (spec, count(text), fingerprint(text))
             if len(_spec_tokens) > 50_000:
                 _spec_tokens.clear()
             _spec_tokens[spec_key] = hit
@@ -230,14 +247,15 @@ def request_tokens(
     if request.output_schema is not None:
         schema = dumps(request.output_schema.schema)
         specs += _cached_count(schema, count)
-        digests.append(hash(schema))
+        digests.append(_text_fingerprint(schema))
     key = (method, _state["generation"])
     messages = request.messages
     start = tally.tokens.prefix(messages, key) if tally is not None else 0
     history = tally.tokens.values.get("tokens", 0) if (tally is not None and start) else 0
     chain: Prefix | None = None
     if tally is not None:
-        root = head((hash(tuple(digests)), specs), (hash(request.system), system))
+        specs_digest = fingerprint(tuple(digests))
+        root = head((specs_digest, specs), (_text_fingerprint(request.system), system))
         chain = tally.prefix if start else None
         if chain is None or tally.prefix_root is None or tally.prefix_root.digest != root.digest:
             chain, start, history = root, 0, 0  # a new prompt or specs: the chain starts again
@@ -245,13 +263,12 @@ def request_tokens(
     for i in range(start, len(messages)):  # only what is new since the tally's last request
         message = messages[i]
         cached = message._tokens
-        if cached is not None and cached[0] == key:
-            n = cached[1]
-        else:
-            n = message_tokens(message, count, method)
-        history += n
+        if cached is None or cached[0] != key:
+            message_tokens(message, count, method)
+            cached = message._tokens
+        history += cached[1]
         if chain is not None:
-            chain = extend(chain, message, n)
+            chain = extend(chain, message, cached[1], cached[2])
     if tally is not None:
         tally.tokens.values = {"tokens": history}
         tally.tokens.advance(messages, key)
