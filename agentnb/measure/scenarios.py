@@ -104,11 +104,14 @@ class Scenario:
         return await run(self.agent, self.input, artifacts=self.artifacts, **options)
 
 
-def cost_scenario(k: int, mode: CostMode = "inline", latency: float = 0.0) -> Scenario:
+def cost_scenario(
+    k: int, mode: CostMode = "inline", latency: float = 0.0, clause: str = CLAUSE
+) -> Scenario:
     """The contract-review setup with ``k`` reviewers (``k=0``: the generalist baseline).
 
     ``latency`` is the seconds every model (coordinator and reviewers) waits before answering,
-    to stand in for a network call; it changes timings only, never sizes.
+    to stand in for a network call; it changes timings only, never sizes. ``clause``: the
+    document reviewed (the article's `CLAUSE`; a longer one scales the scenario up).
     """
     if not isinstance(k, int) or isinstance(k, bool) or k < 0:
         raise UserError(f"k must be the number of reviewers, an integer >= 0, got {k!r}")
@@ -116,14 +119,14 @@ def cost_scenario(k: int, mode: CostMode = "inline", latency: float = 0.0) -> Sc
         raise UserError(f"mode must be one of {', '.join(map(repr, COST_MODES))}, got {mode!r}")
     if k == 0:
         model = ScriptedModel([say("Synthesis.")], latency, name="generalist")
-        return Scenario(Agent("generalist", _GENERALIST, model), CLAUSE)
+        return Scenario(Agent("generalist", _GENERALIST, model), clause)
     reviewers = [
         Agent(f"reviewer_{i}", _REVIEWER, ScriptedModel([say(OPINION)], latency, name="reviewer"))
         for i in range(1, k + 1)
     ]
     tools = [r.as_tool(f"opinion_{i}", _OPINION_TOOL) for i, r in enumerate(reviewers, 1)]
     if mode == "inline":
-        calls = [tool_call(t.name, input=CLAUSE) for t in tools]
+        calls = [tool_call(t.name, input=clause) for t in tools]
     elif mode == "team":
         calls = [
             tool_call(_TEAM, member=t.name, input=REVIEW_TASK, artifacts=["clause"]) for t in tools
@@ -137,23 +140,25 @@ def cost_scenario(k: int, mode: CostMode = "inline", latency: float = 0.0) -> Sc
         "coordinator", _COORDINATOR, ScriptedModel(script, latency, name="coordinator"), shape
     )
     if mode in ("attached", "team"):
-        return Scenario(coordinator, ATTACHED_INPUT, {"clause": CLAUSE})
-    return Scenario(coordinator, CLAUSE)
+        return Scenario(coordinator, ATTACHED_INPUT, {"clause": clause})
+    return Scenario(coordinator, clause)
 
 
-async def review_hierarchy(k: int, mode: CostMode = "inline", latency: float = 0.0) -> RunResult:
+async def review_hierarchy(
+    k: int, mode: CostMode = "inline", latency: float = 0.0, clause: str = CLAUSE
+) -> RunResult:
     """Run the contract-review hierarchy with ``k`` reviewers; see `cost_scenario`.
 
     ``result.chars_in`` is the characters sent over the whole run; ``result.calls`` has one row
     per model call (the coordinator's two turns and one per reviewer) with the per-component split.
     The reviewers are reachable as ``result.last_agent.tool_map()["opinion_1"].agent``.
     """
-    return await cost_scenario(k, mode, latency).run()
+    return await cost_scenario(k, mode, latency, clause).run()
 
 
-async def generalist(latency: float = 0.0) -> RunResult:
+async def generalist(latency: float = 0.0, clause: str = CLAUSE) -> RunResult:
     """The baseline of the cost tables: one agent reads the clause once and answers."""
-    return await cost_scenario(0, latency=latency).run()
+    return await cost_scenario(0, latency=latency, clause=clause).run()
 
 
 # -- the parallel review team --------------------------------------------------------------------

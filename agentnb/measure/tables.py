@@ -84,8 +84,8 @@ def cost_table(
     a first row. ``prices``: a `Prices` table, adding the cost per run (NaN with a
     ``cost_note`` when a price or a token count is missing). ``unit``: what the multiplier
     divides, characters or tokens sent. ``caching``: a provider whose prompt cache
-    `agentnb.cache_estimate` estimates (its defaults), adding ``tokens_in_cached_est`` and,
-    with prices, ``cost_cached_est``.
+    `agentnb.cache_estimate` estimates (its defaults), adding ``tokens_in_cached_est``,
+    ``tokens_in_cache_write_est`` and, with prices, ``cost_cached_est``.
 
     Columns: the configuration, ``runs``, ``errors``, ``model_calls``, ``chars_in``,
     ``tokens_in``, ``chars_out``, ``tokens_out``, ``multiplier`` (``chars_in`` or
@@ -105,7 +105,7 @@ def cost_table(
         from .caching import cache_estimate
 
         frame = cache_estimate(frame, caching)
-        extra = ("tokens_in_cached_est",)
+        extra = ("tokens_in_cached_est", "tokens_in_cache_write_est")
     if prices is not None:
         from .prices import add_cost
 
