@@ -126,9 +126,9 @@ class _Cache:
         self.step = step
         self.breakpoints = breakpoints
         self.lookback = lookback
-        self.seen: dict[tuple[str, str], dict[int, float]] = {}
+        self.seen: dict[tuple[str, str], dict[bytes, float]] = {}
         """(run, model) -> prefix digest -> when the call that cached it ended."""
-        self.warm: dict[str, dict[int, float]] = {}
+        self.warm: dict[str, dict[bytes, float]] = {}
         """model -> digests cached by earlier runs (usable at any time)."""
 
     def min_tokens(self, model: str) -> int:

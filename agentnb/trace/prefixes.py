@@ -30,11 +30,11 @@ class Prefix:
     __slots__ = ("args", "digest", "kind", "parent", "tokens", "total")
 
     def __init__(
-        self, kind: PartKind, digest: int, tokens: int, parent: Prefix | None, args: int = 0
+        self, kind: PartKind, digest: bytes, tokens: int, parent: Prefix | None, args: int = 0
     ) -> None:
         self.kind: PartKind = kind
         self.digest = digest
-        """Fingerprint of the request up to and including this part."""
+        """Fingerprint of the request up to and including this part (8 bytes)."""
         self.tokens = tokens
         """This part's own tokens."""
         self.total: int = tokens + (parent.total if parent is not None else 0)
@@ -62,19 +62,21 @@ class Prefix:
         return self.digest == other.digest and self.total == other.total
 
     def __hash__(self) -> int:
-        return self.digest
+        return hash(self.digest)
 
     def __repr__(self) -> str:
         return f"Prefix({sum(1 for _ in self._walk())} parts, {self.total:,} tokens)"
 
 
-def fingerprint(value: object) -> int:
-    """A 64-bit fingerprint of a value made of strings, numbers, None and tuples of them."""
-    data = repr(value).encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big", signed=True)
+_blake2b = hashlib.blake2b
 
 
-def head(tools: tuple[int, int], system: tuple[int, int]) -> Prefix:
+def fingerprint(text: str, parent: bytes = b"") -> bytes:
+    """An 8-byte fingerprint of ``text`` following ``parent`` (BLAKE2b)."""
+    return _blake2b(parent + text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+
+
+def head(tools: tuple[bytes, int], system: tuple[bytes, int]) -> Prefix:
     """The fixed start of a request: ``(fingerprint, tokens)`` of its specs and of its system
     prompt.
 
@@ -82,14 +84,20 @@ def head(tools: tuple[int, int], system: tuple[int, int]) -> Prefix:
     from a system part, and breakpoints "after the tools" and "after the system prompt" exist.
     """
     specs = Prefix("tools", tools[0], tools[1], None)
-    return Prefix("system", fingerprint((specs.digest, system[0])), system[1], specs)
+    return Prefix(
+        "system", _blake2b(specs.digest + system[0], digest_size=8).digest(), system[1], specs
+    )
 
 
 def extend(parent: Prefix, message: Message, tokens: int, args: int = 0) -> Prefix:
     """The part for ``message`` (``tokens``, ``args`` of them its tool calls') after ``parent``."""
-    calls = tuple((c.id, c.name, c.arguments) for c in message.tool_calls)
-    content = (parent.digest, message.role, message.content, message.tool_call_id, calls)
-    return Prefix(message.role, fingerprint(content), tokens, parent, args)
+    text = message.content
+    key = (
+        f"{message.role}\x1f{-1 if text is None else len(text)}\x1f{message.tool_call_id}\x1f{text}"
+    )
+    if message.tool_calls:
+        key += repr(tuple((c.id, c.name, c.arguments) for c in message.tool_calls))
+    return Prefix(message.role, fingerprint(key, parent.digest), tokens, parent, args)
 
 
 TOKEN_COMPONENTS = ("system", "tools", "user", "assistant", "tool_args", "tool_results")

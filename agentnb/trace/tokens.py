@@ -179,18 +179,19 @@ def message_tokens(message: Message, count: Encoder, method: str) -> int:
     cached = message._tokens
     if cached is not None and cached[0] == key:
         return int(cached[1])
-    n = count(message.content or "") if message.content else 0
+    n = _cached_count(message.content, count) if message.content else 0
     args = 0
-    for call in message.tool_calls:
-        args += count(call.arguments)
+    for call in message.tool_calls:  # counted once already as the output of the call
+        args += _cached_count(call.arguments, count)
     message._tokens = (key, n + args, args)
     return n + args
 
 
-_spec_tokens: dict[tuple[int, str], tuple[object, int, int]] = {}
+_spec_tokens: dict[tuple[int, str], tuple[object, int, bytes]] = {}
 """Per tool spec object: ``(spec, tokens, hash of its JSON)``."""
 _text_tokens: dict[str, int] = {}
-"""Counts of system prompts and output schemas, which are resent on every turn like history."""
+"""Counts of texts by text: system prompts and output schemas resent on every turn, and a
+response's text and tool-call arguments, which the next request resends in its history."""
 
 
 def _cached_count(text: str, count: Encoder) -> int:
@@ -203,11 +204,11 @@ def _cached_count(text: str, count: Encoder) -> int:
     return n
 
 
-_fingerprints: dict[str, int] = {}
+_fingerprints: dict[str, bytes] = {}
 """Fingerprints of system prompts and output schemas, computed once per text."""
 
 
-def _text_fingerprint(text: str) -> int:
+def _text_fingerprint(text: str) -> bytes:
     digest = _fingerprints.get(text)
     if digest is None:
         digest = fingerprint(text)
@@ -231,33 +232,35 @@ def request_tokens(
         if tally is not None:
             tally.prefix = None
         return None, UNAVAILABLE
-    system = _cached_count(request.system, count) if request.system else 0
-    specs, digests = 0, []
-    for spec in request.tools:
-        spec_key = (id(spec), method)
-        hit = _spec_tokens.get(spec_key)
-        if hit is None or hit[0] is not spec:
-            text = dumps(spec.as_dict())
-            hit = (spec, count(text), fingerprint(text))
-            if len(_spec_tokens) > 50_000:
-                _spec_tokens.clear()
-            _spec_tokens[spec_key] = hit
-        specs += hit[1]
-        digests.append(hit[2])
-    if request.output_schema is not None:
-        schema = dumps(request.output_schema.schema)
-        specs += _cached_count(schema, count)
-        digests.append(_text_fingerprint(schema))
     key = (method, _state["generation"])
     messages = request.messages
     start = tally.tokens.prefix(messages, key) if tally is not None else 0
+    fixed = tally.prefix_fixed if tally is not None else None
+    if (
+        fixed is not None
+        and fixed[0] is request.system
+        and fixed[1] == tuple(request.tools)
+        and fixed[2] is request.output_schema
+        and fixed[3] == key
+    ):
+        root, system, specs = fixed[4], fixed[5], fixed[6]  # the same prompt and specs again
+    else:
+        root, system, specs = _fixed_part(request, count, method)
+        if tally is not None:
+            tally.prefix_fixed = (
+                request.system,
+                tuple(request.tools),
+                request.output_schema,
+                key,
+                root,
+                system,
+                specs,
+            )
     history = tally.tokens.values.get("tokens", 0) if (tally is not None and start) else 0
     chain: Prefix | None = None
     if tally is not None:
-        specs_digest = fingerprint(tuple(digests))
-        root = head((specs_digest, specs), (_text_fingerprint(request.system), system))
         chain = tally.prefix if start else None
-        if chain is None or tally.prefix_root is None or tally.prefix_root.digest != root.digest:
+        if chain is None or tally.prefix_root is not root:
             chain, start, history = root, 0, 0  # a new prompt or specs: the chain starts again
         tally.prefix_root = root
     for i in range(start, len(messages)):  # only what is new since the tally's last request
@@ -276,9 +279,36 @@ def request_tokens(
     return system + specs + history, method
 
 
+def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Prefix, int, int]:
+    """The chain's first parts, and the tokens of the system prompt and of the specs."""
+    system = _cached_count(request.system, count) if request.system else 0
+    specs, digests = 0, []
+    for spec in request.tools:
+        spec_key = (id(spec), method)
+        hit = _spec_tokens.get(spec_key)
+        if hit is None or hit[0] is not spec:
+            text = dumps(spec.as_dict())
+            hit = (spec, count(text), fingerprint(text))
+            if len(_spec_tokens) > 50_000:
+                _spec_tokens.clear()
+            _spec_tokens[spec_key] = hit
+        specs += hit[1]
+        digests.append(hit[2])
+    if request.output_schema is not None:
+        schema = dumps(request.output_schema.schema)
+        specs += _cached_count(schema, count)
+        digests.append(_text_fingerprint(schema))
+    root = head(
+        (fingerprint("", b"".join(digests)), specs), (_text_fingerprint(request.system), system)
+    )
+    return root, system, specs
+
+
 def response_tokens(response: ModelResponse, model: str | None = None) -> int | None:
     count, _ = _by_model.get(model) or tokenizer(model)
     if count is None:
         return None
-    n = count(response.text) if response.text else 0
-    return n + sum(count(c.arguments) for c in response.tool_calls)
+    n = _cached_count(response.text, count) if response.text else 0
+    for call in response.tool_calls:  # kept: the next request resends them in its history
+        n += _cached_count(call.arguments, count)
+    return n
