@@ -190,3 +190,13 @@ async def test_tables_in_tokens_and_with_caching(word_tokenizer):
     assert {"tokens_in_cached_est", "cost", "cost_cached_est"} <= set(money.columns)
     assert (money["cost_cached_est"] <= money["cost"]).all()
     assert "cost_cached" not in money  # no provider reported cached tokens
+
+
+def test_chains_pickle_without_deep_recursion_and_keep_sharing(word_tokenizer):
+    import pickle
+
+    frame = calls(turns(10, *([1] * 1000)))  # histories of up to 1,000 messages
+    last, earlier = frame["prefix"].iloc[-1], frame["prefix"].iloc[-200]
+    back_last, back_earlier = pickle.loads(pickle.dumps([last, earlier]))
+    assert back_last == last and back_last.parts() == last.parts()
+    assert back_last.parts()[600] is back_earlier.parts()[600]  # still one chain, shared

@@ -27,7 +27,7 @@ PartKind = Literal["tools", "system", "user", "assistant", "tool"]
 class Prefix:
     """One part of a request, chained to the parts before it (see the module docstring)."""
 
-    __slots__ = ("args", "digest", "kind", "parent", "tokens", "total")
+    __slots__ = ("args", "depth", "digest", "kind", "parent", "tokens", "total")
 
     def __init__(
         self, kind: PartKind, digest: bytes, tokens: int, parent: Prefix | None, args: int = 0
@@ -42,6 +42,7 @@ class Prefix:
         self.parent = parent
         self.args = args
         """Of ``tokens``, those of the tool-call arguments (an assistant message's)."""
+        self.depth: int = 0 if parent is None else parent.depth + 1
 
     def parts(self) -> list[Prefix]:
         """The chain from the request's first part to this one."""
@@ -65,7 +66,33 @@ class Prefix:
         return hash(self.digest)
 
     def __repr__(self) -> str:
-        return f"Prefix({sum(1 for _ in self._walk())} parts, {self.total:,} tokens)"
+        return f"Prefix({self.depth + 1} parts, {self.total:,} tokens)"
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        """Pickled as the nearest ancestor at a depth multiple of `_ANCHOR` (pickled the same
+        way, and shared by every chain that has it) plus the parts after it, flat: a chain of
+        thousands of messages pickles without deep recursion, and calls that share a history
+        still share most of it once unpickled (a sweep's executor sends rows this way)."""
+        segment = []
+        node: Prefix | None = self
+        while node is not None and (node is self or node.depth % _ANCHOR):
+            segment.append((node.kind, node.digest, node.tokens, node.args))
+            node = node.parent
+        segment.reverse()
+        return _rebuild, (node, tuple(segment))
+
+
+_ANCHOR = 256
+
+
+def _rebuild(
+    anchor: Prefix | None, segment: tuple[tuple[PartKind, bytes, int, int], ...]
+) -> Prefix:
+    node = anchor
+    for kind, digest, tokens, args in segment:
+        node = Prefix(kind, digest, tokens, node, args)
+    assert node is not None
+    return node
 
 
 _blake2b = hashlib.blake2b
