@@ -90,3 +90,24 @@ def test_anthropic_without_cache_sends_no_breakpoint():
 def test_cache_mode_is_checked_at_construction():
     with pytest.raises(a.UserError, match="cache must be 'auto' or None"):
         a.AnthropicModel("claude-sonnet-4", api_key="k", cache="always")  # type: ignore[arg-type]
+
+
+def test_the_estimate_of_an_auto_cached_anthropic_run_reads_what_the_last_turn_wrote(
+    word_tokenizer,
+):
+    script = [
+        message(text("Adding."), tool_use("toolu_1", "add", x=2, y=3)),
+        message(text("5")),
+    ]
+    instructions = "Add with the tool. " + "Be exact. " * 600  # 1,200+ words: cacheable
+    with FakeAnthropicServer(script) as server:
+        claude = a.AnthropicModel(
+            "claude-sonnet-4", base_url=server.url, api_key="sk-ant-test", cache="auto"
+        )
+        result = a.run_sync(a.Agent("adder", instructions, claude, [add]), "2+3?")
+    assert result.ok, result.error
+
+    estimate = a.cache_estimate(result, "anthropic")
+    first, second = estimate["tokens_in"]
+    assert list(estimate["tokens_in_cached_est"]) == [0, first]  # turn 2 reads turn 1's request
+    assert list(estimate["tokens_in_cache_write_est"]) == [first, second - first]
