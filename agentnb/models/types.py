@@ -138,13 +138,19 @@ class Usage:
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
+        # Written out rather than through `_add`: the runner adds every model call's usage twice.
+        a, b = self.input_tokens, other.input_tokens
+        c, d = self.output_tokens, other.output_tokens
+        e, f = self.cached_input_tokens, other.cached_input_tokens
+        g, h = self.cache_write_tokens, other.cache_write_tokens
+        i, j = self.reasoning_tokens, other.reasoning_tokens
         return Usage(
-            _add(self.input_tokens, other.input_tokens),
-            _add(self.output_tokens, other.output_tokens),
+            a if b is None else b if a is None else a + b,
+            c if d is None else d if c is None else c + d,
             self.requests + other.requests,
-            _add(self.cached_input_tokens, other.cached_input_tokens),
-            _add(self.cache_write_tokens, other.cache_write_tokens),
-            _add(self.reasoning_tokens, other.reasoning_tokens),
+            e if f is None else f if e is None else e + f,
+            g if h is None else h if g is None else g + h,
+            i if j is None else j if i is None else i + j,
         )
 
     def __radd__(self, other: object) -> Usage:

@@ -607,13 +607,22 @@ _NO_USAGE = Usage()  # what a failed call reports; never changed (usages are add
 
 def add_call(total: Usage, provider: Usage) -> Usage:
     """``total`` plus one model call's ``provider`` usage, counted as one request."""
-    return total + Usage(
-        provider.input_tokens,
-        provider.output_tokens,
+    if provider.requests != 1:  # a scripted reply's usage says 0 requests, or leaves it out
+        provider = _ONE_REQUEST if provider == _NO_USAGE else _as_one_request(provider)
+    return total + provider
+
+
+_ONE_REQUEST = Usage(requests=1)
+
+
+def _as_one_request(usage: Usage) -> Usage:
+    return Usage(
+        usage.input_tokens,
+        usage.output_tokens,
         1,
-        provider.cached_input_tokens,
-        provider.cache_write_tokens,
-        provider.reasoning_tokens,
+        usage.cached_input_tokens,
+        usage.cache_write_tokens,
+        usage.reasoning_tokens,
     )
 
 
