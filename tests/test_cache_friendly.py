@@ -111,3 +111,33 @@ def test_the_estimate_of_an_auto_cached_anthropic_run_reads_what_the_last_turn_w
     first, second = estimate["tokens_in"]
     assert list(estimate["tokens_in_cached_est"]) == [0, first]  # turn 2 reads turn 1's request
     assert list(estimate["tokens_in_cache_write_est"]) == [first, second - first]
+
+
+def test_a_streamed_auto_cached_call_sends_the_breakpoints_and_reports_cache_tokens():
+    import re
+
+    from fake_anthropic_server import streamed
+
+    reply = streamed(text("Fine."), input_tokens=30, output_tokens=2)
+    reply.events[0] = re.sub(
+        r'"input_tokens":\s*30',
+        '"input_tokens": 30, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 20',
+        reply.events[0],
+    )
+    with FakeAnthropicServer([reply]) as server:
+        claude = a.AnthropicModel(
+            "claude-sonnet-4", base_url=server.url, api_key="sk-ant-test", cache="auto"
+        )
+        events = list(a.stream_sync(a.Agent("w", "Be brief.", claude), "hello"))
+    result = events[-1].result
+    assert result.ok, result.error
+    body = server.bodies[0]
+    assert body["stream"] is True
+    assert body["system"][0]["cache_control"] == EPHEMERAL
+    assert body["messages"][-1]["content"][-1]["cache_control"] == EPHEMERAL
+    row = result.calls.iloc[0]
+    assert (row["provider_tokens_in"], row["tokens_in_cached"], row["tokens_in_cache_write"]) == (
+        1050,
+        1000,
+        20,
+    )

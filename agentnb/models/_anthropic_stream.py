@@ -111,7 +111,9 @@ class MessageStream:
 async def stream_message(model: AnthropicModel, request: ModelRequest) -> AsyncIterator[StreamItem]:
     """`AnthropicModel.stream`: one call streamed, with the adapter's slots and retries."""
     async with model._slots.slot() as (client, events):
-        body = request_to_wire(model.model, request, model.structured, model.max_tokens)
+        body = request_to_wire(
+            model.model, request, model.structured, model.max_tokens, model.cache
+        )
         params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
         extra = {"extra_body": params} if params else {}
 
