@@ -4,12 +4,14 @@ An orchestrator keeps control and calls sub-agents exposed as tools; every model
 traced with what it was sent, so cost and latency become pandas tables and figures.
 """
 
-# Imports sorted by module; __all__ below lists the names layer by layer.
+# Imports sorted by module (as ruff keeps them); __all__ below lists the names layer by layer.
+
 from . import filters
 from .errors import (
     AgentnbError,
     AgentRunError,
     BudgetExceeded,
+    GuardrailTripped,
     MaxTurnsExceeded,
     ModelBehaviorError,
     ModelHTTPError,
@@ -19,9 +21,11 @@ from .errors import (
     RunCancelled,
     RunTimeout,
     ScriptExhausted,
+    StreamBroken,
     UserError,
 )
 from .measure import scenarios
+from .measure.caching import cache_estimate
 from .measure.critical import critical_path
 from .measure.prices import (
     Price,
@@ -44,6 +48,7 @@ from .models import (
     ModelClient,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     ScriptedModel,
     ToolCall,
     ToolSpec,
@@ -83,27 +88,50 @@ from .patterns import (
 )
 from .runtime import (
     Agent,
+    AgentEnded,
+    AgentStarted,
     AgentTool,
     Handoff,
     HandoffConfig,
+    HandoffEvent,
+    Hooks,
     Limits,
     PromptSection,
     RunContext,
+    RunEnded,
     RunResult,
+    RunStream,
+    TeamTool,
+    TextDelta,
     Tool,
     ToolCallContext,
+    ToolCallEnded,
+    ToolCallStarted,
     assemble_prompt,
     run,
+    run_streamed,
     run_sync,
+    stream_sync,
+    team,
     tool,
 )
 from .runtime.approval import (
     Approval,
+    ApprovalRecord,
     PendingCall,
     approve_all,
     reject_all,
 )
 from .runtime.approval import in_notebook as _in_notebook
+from .runtime.guardrails import (
+    Guardrail,
+    GuardrailResult,
+    agent_guardrail,
+    input_guardrail,
+    output_guardrail,
+)
+from .runtime.settings import StopAtTools
+from .runtime.tool_guardrails import ToolGuardrail
 from .trace import (
     CALL_COLUMNS,
     canonical_request,
@@ -115,7 +143,6 @@ __version__ = "0.1.0"
 
 if _in_notebook():  # in a kernel, load the notebook layer: it installs the approval widget
     from . import notebook as _notebook  # noqa: F401
-
 
 _NOTEBOOK = ("RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "run_live")
 
@@ -145,6 +172,7 @@ __all__ = [
     "AgentnbError",
     "AgentRunError",
     "BudgetExceeded",
+    "GuardrailTripped",
     "MaxTurnsExceeded",
     "ModelBehaviorError",
     "ModelHTTPError",
@@ -154,6 +182,7 @@ __all__ = [
     "RunCancelled",
     "RunTimeout",
     "ScriptExhausted",
+    "StreamBroken",
     "UserError",
     # models
     "AnthropicModel",
@@ -162,6 +191,7 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "ModelSettings",
     "OpenAIModel",
     "ScriptedModel",
     "ToolCall",
@@ -180,21 +210,43 @@ __all__ = [
     "Agent",
     "AgentTool",
     "Approval",
+    "ApprovalRecord",
+    "Guardrail",
+    "GuardrailResult",
     "Handoff",
     "HandoffConfig",
+    "Hooks",
     "Limits",
     "PendingCall",
     "PromptSection",
     "RunContext",
     "RunResult",
+    "StopAtTools",
+    "TeamTool",
     "Tool",
     "ToolCallContext",
+    "ToolGuardrail",
+    "agent_guardrail",
     "approve_all",
     "assemble_prompt",
+    "input_guardrail",
+    "output_guardrail",
     "reject_all",
     "run",
     "run_sync",
+    "team",
     "tool",
+    # runtime: streaming
+    "AgentEnded",
+    "AgentStarted",
+    "HandoffEvent",
+    "RunEnded",
+    "RunStream",
+    "TextDelta",
+    "ToolCallEnded",
+    "ToolCallStarted",
+    "run_streamed",
+    "stream_sync",
     # patterns (orchestration in code)
     "ChainResult",
     "FanOut",
@@ -225,6 +277,7 @@ __all__ = [
     "add_cost",
     "breakdown",
     "breakdown_growth",
+    "cache_estimate",
     "cost_fit",
     "cost_table",
     "critical_path",

@@ -58,6 +58,23 @@ class RunCancelled(AgentRunError):
     """The run was interrupted (Kernel -> Interrupt, Ctrl-C, or a cancelled task)."""
 
 
+class GuardrailTripped(AgentRunError):
+    """A guardrail's tripwire fired (or a tool guardrail said stop): the run ends here.
+
+    ``guardrail`` is its name, ``agent`` the agent (or tool) it checked, ``stage`` what it
+    checked (``input``, ``output``, ``tool_input``, ``tool_output``), ``info`` what it reported.
+    """
+
+    def __init__(
+        self, message: str, *, guardrail: str, agent: str, stage: str, info: object = None
+    ) -> None:
+        super().__init__(message)
+        self.guardrail = guardrail
+        self.agent = agent
+        self.stage = stage
+        self.info = info
+
+
 class ModelBehaviorError(AgentRunError):
     """The model produced something the runtime cannot act on."""
 
@@ -85,14 +102,38 @@ class ModelHTTPError(AgentRunError):
         self.events = list(events or [])
 
 
+class StreamBroken(ModelHTTPError):
+    """A model's stream stopped after its first delta without the provider's end marker.
+
+    Retrying is only safe before the first delta (what was shown cannot be taken back), so a
+    stream broken later ends the call; the text received so far is kept on the call's span
+    (``partial_text``).
+    """
+
+
 class ReplayMismatch(AgentRunError):
     """A replayed run sent a request that differs from the recording."""
+
+
+class CallbackRaised(BaseException):
+    """Carries an exception raised by user code that agentnb calls back during a run (a hook,
+    a trace listener, a stream subscriber) to the end of the run.
+
+    Not an error users see: the run ends with ``ok=False`` and ``RunResult.error`` holding the
+    exception carried (``.error``). It derives from ``BaseException`` so that no handler of a
+    sub-agent's failures (which become text for the caller) stops it on the way.
+    """
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 __all__ = [
     "AgentRunError",
     "AgentnbError",
     "BudgetExceeded",
+    "GuardrailTripped",
     "MaxTurnsExceeded",
     "ModelBehaviorError",
     "ModelHTTPError",
@@ -102,5 +143,6 @@ __all__ = [
     "RunCancelled",
     "RunTimeout",
     "ScriptExhausted",
+    "StreamBroken",
     "UserError",
 ]

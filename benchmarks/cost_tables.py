@@ -16,8 +16,8 @@ from typing import Any
 import agentnb as a
 from agentnb.measure.scenarios import COST_KS, COST_MODES, generalist, review_hierarchy
 
-TARGETS = {"handle": (8.0, 2_300), "attached": (6.5, None)}
-"""mode -> (k=3 multiplier, characters per added sub-agent) that issue 3 asks for."""
+TARGETS = {"handle": (8.0, 2_300), "attached": (6.5, None), "team": (5.5, 1_700)}
+"""mode -> (k=3 multiplier, characters per added sub-agent) that issues 3 and 17 ask for."""
 
 COMPONENTS = ("system", "tools", "user", "assistant", "tool_args", "tool_results", "framing")
 

@@ -90,6 +90,9 @@ class StubServer:
 
             def _send(self, reply: Reply) -> None:
                 data = reply.body
+                if hasattr(data, "write_to"):  # a streamed body writes itself (_sse_reply.py)
+                    data.write_to(self)
+                    return
                 if isinstance(data, dict):
                     data = json.dumps(data)
                 payload = data.encode() if isinstance(data, str) else data

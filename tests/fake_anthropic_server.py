@@ -9,11 +9,24 @@ Messages API's replies and errors.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from _sse_reply import Streamed, sse
 from _stub_server import Reply, Script, StubServer
 
-__all__ = ["FakeAnthropicServer", "Reply", "Script", "error", "message", "text", "tool_use"]
+__all__ = [
+    "FakeAnthropicServer",
+    "Reply",
+    "Script",
+    "Streamed",
+    "error",
+    "error_event",
+    "message",
+    "streamed",
+    "text",
+    "tool_use",
+]
 
 
 def message(
@@ -53,3 +66,45 @@ class FakeAnthropicServer(StubServer):
 
     def error_reply(self, status: int, message: str) -> Reply:
         return error(status, "not_found_error" if status == 404 else "api_error", message)
+
+
+def streamed(
+    *blocks: dict[str, Any],
+    stop_reason: str | None = None,
+    input_tokens: int = 12,
+    output_tokens: int = 7,
+    model: str = "claude-test",
+    piece: int = 4,
+    pause: float = 0.0,
+) -> Streamed:
+    """The streamed form of `message`: its server-sent events, text and tool inputs in pieces
+    of ``piece`` characters, a ``ping``, and ``message_stop`` at the end."""
+    whole = message(*blocks, stop_reason=stop_reason, model=model)
+    opening = {**whole, "content": [], "stop_reason": None}
+    opening["usage"] = {"input_tokens": input_tokens, "output_tokens": 1}
+    events = [event("message_start", message=opening), event("ping")]
+    for index, block in enumerate(blocks):
+        if block["type"] == "text":
+            start, text, kind, key = {**block, "text": ""}, block["text"], "text_delta", "text"
+        else:
+            start = {**block, "input": {}}
+            text, kind, key = json.dumps(block["input"]), "input_json_delta", "partial_json"
+        events.append(event("content_block_start", index=index, content_block=start))
+        for i in range(0, len(text), piece):
+            delta = {"type": kind, key: text[i : i + piece]}
+            events.append(event("content_block_delta", index=index, delta=delta))
+        events.append(event("content_block_stop", index=index))
+    delta = {"stop_reason": whole["stop_reason"], "stop_sequence": None}
+    events.append(event("message_delta", delta=delta, usage={"output_tokens": output_tokens}))
+    events.append(event("message_stop"))
+    return Streamed(events, pause)
+
+
+def event(kind: str, **fields: Any) -> str:
+    """One server-sent event of the Messages API: ``event: <kind>`` and its data."""
+    return sse({"type": kind, **fields}, kind)
+
+
+def error_event(kind: str, msg: str) -> str:
+    """An ``event: error`` inside a stream (e.g. ``overloaded_error``)."""
+    return event("error", error={"type": kind, "message": msg})

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from _sse_reply import Streamed, sse
 from _stub_server import Reply, Script, StubServer
 
-__all__ = ["FakeOpenAIServer", "Reply", "Script", "completion", "error"]
+__all__ = ["FakeOpenAIServer", "Reply", "Script", "Streamed", "completion", "error", "streamed"]
 
 
 def completion(
@@ -69,3 +70,48 @@ class FakeOpenAIServer(StubServer):
 
     def error_reply(self, status: int, message: str) -> Reply:
         return error(status, message)
+
+
+def streamed(
+    text: str | None = None,
+    *,
+    tool_calls: list[tuple[str, dict[str, Any]]] | None = None,
+    piece: int = 4,
+    prompt_tokens: int = 10,
+    completion_tokens: int = 5,
+    model: str = "fake-model",
+    pause: float = 0.0,
+) -> Streamed:
+    """The streamed form of `completion`: the text in pieces of ``piece`` characters, each
+    tool call's arguments in pieces too, the finish reason, a usage chunk, then ``[DONE]``."""
+    head = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return sse({**head, "choices": [choice]})
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    for i in range(0, len(text or ""), piece):
+        events.append(chunk({"content": (text or "")[i : i + piece]}))
+    for n, (name, args) in enumerate(tool_calls or []):
+        arguments = json.dumps(args)
+        function = {"name": name, "arguments": ""}
+        opening = {"index": n, "id": f"call_{n}", "type": "function", "function": function}
+        events.append(chunk({"tool_calls": [opening]}))
+        for i in range(0, len(arguments), piece):
+            part = {"index": n, "function": {"arguments": arguments[i : i + piece]}}
+            events.append(chunk({"tool_calls": [part]}))
+    events.append(chunk({}, "tool_calls" if tool_calls else "stop"))
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+    events.append(sse({**head, "choices": [], "usage": usage}))
+    events.append(sse("[DONE]"))
+    return Streamed(events, pause)

@@ -21,18 +21,10 @@ def model() -> a.ScriptedModel:
     return a.ScriptedModel([a.say("ok")])
 
 
-@pytest.mark.parametrize(
-    "output_type", [dict, str, int, Verdict(ok=True), list[Verdict], None | int]
-)
-def test_an_output_type_that_is_not_a_pydantic_model_is_refused(output_type: object):
-    with pytest.raises(a.UserError, match="output_type must be a pydantic model") as info:
+@pytest.mark.parametrize("output_type", [Verdict(ok=True), object()])
+def test_an_output_type_pydantic_cannot_validate_is_refused(output_type: object):
+    with pytest.raises(a.UserError, match="output_type must be a type pydantic validates"):
         a.Agent("judge", "Judge.", model(), output_type=output_type)
-    assert "class Answer(BaseModel)" in str(info.value)
-
-
-def test_a_union_with_a_non_model_member_is_refused():
-    with pytest.raises(a.UserError, match="str"):
-        a.Agent("judge", "Judge.", model(), output_type=Verdict | str)
 
 
 def test_two_tools_with_one_name_are_refused():
@@ -57,16 +49,14 @@ def test_a_lambda_tool_needs_a_name():
     assert "name='...'" in str(info.value)
 
 
-def test_a_tool_without_a_docstring_needs_a_description():
+def test_a_tool_without_a_docstring_has_an_empty_description():
     def bare(x: int) -> int:
         return x
 
-    with pytest.raises(a.UserError, match="'bare' has no description") as info:
-        a.Agent("w", "x", model(), [bare])
-    assert "docstring" in str(info.value)
-    # the way out the message names works
-    agent = a.Agent("w", "x", model(), [a.tool(bare, description="Return x.")])
-    assert list(agent.tool_map()) == ["bare"]
+    agent = a.Agent("w", "x", model(), [bare])
+    assert agent.tool_map()["bare"].description == ""
+    described = a.Agent("w", "x", model(), [a.tool(bare, description="Return x.")])
+    assert described.tool_map()["bare"].description == "Return x."
 
 
 def test_a_lambda_with_a_name_and_description_is_a_tool():

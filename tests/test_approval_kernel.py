@@ -22,6 +22,15 @@ def team():
     boss_model = a.ScriptedModel([a.tool_call("legal", input="review it"), a.say("done")])
     boss = a.Agent("boss", "Coordinate.", boss_model, [legal.as_tool(needs_approval=True)])
     return boss, boss_model
+
+def sql_analyst():
+    @a.tool(needs_approval=True)
+    def query(sql: str) -> str:
+        "Run SQL."
+        return "3 rows"
+
+    model = a.ScriptedModel([a.tool_call("query", sql="select 1"), a.say("done")])
+    return a.Agent("analyst", "Answer with SQL.", model, [query]), model
 """
 REPORT = "print(res.ok, bm.requests[1].tool_results, [e['approved'] for e in res.trace.events if e['event'] == 'approval'])"
 
@@ -100,3 +109,25 @@ def test_a_cell_blocked_in_run_sync_asks_on_stdin_and_a_reason_rejects(kernel):
     out = printed(cell)
     assert "Approval needed: boss wants to call legal (tool legal) at boss/legal" in out
     assert out.strip().endswith("True ['call to legal rejected: ask finance first'] [False]")
+
+
+def test_a_function_tool_needing_approval_shows_the_widget_and_a_click_approves(kernel):
+    widgets: dict[str, str] = {}
+
+    def browser(msg: dict[str, Any]) -> None:
+        if msg["msg_type"] != "comm_open":
+            return
+        label = msg["content"]["data"]["state"].get("description")
+        if label == "Approve" and "clicked" not in widgets:
+            widgets["clicked"] = "yes"
+            send_comm(kernel, msg["content"]["comm_id"], {"method": "custom",
+                                                          "content": {"event": "click"}})  # fmt: skip
+
+    code = (
+        "analyst, am = sql_analyst()\nres = await a.run(analyst, 'go')\n"
+        "print(res.ok, am.requests[1].tool_results, [(r.tool, r.arguments, r.decision) for r in res.approvals])"
+    )
+    cell = run_cell(kernel, code, on_message=browser)
+
+    assert widgets.get("clicked") == "yes"
+    assert printed(cell).strip() == "True ['3 rows'] [('query', {'sql': 'select 1'}, 'approved')]"

@@ -107,8 +107,11 @@ def test_cost_checks_the_issue_targets_on_the_scenario():
         ("handle, k=3", "multiplier"),
         ("handle", "chars per added sub-agent"),
         ("attached, k=3", "multiplier"),
+        ("team, k=3", "multiplier"),
+        ("team", "chars per added sub-agent"),
     }
-    assert len(_metric(rows, "multiplier")) == 3 * 4  # three modes, k = 1, 2, 3, 5
+    assert all(r["met"] for r in rows if r["target"] is not None)
+    assert len(_metric(rows, "multiplier")) == 4 * 4  # four modes, k = 1, 2, 3, 5
 
 
 def test_token_counting_reads_only_new_texts_each_turn():

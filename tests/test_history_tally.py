@@ -6,6 +6,7 @@ import random
 
 import agentnb as a
 from agentnb.models.types import Message, ModelRequest, ToolCall, ToolSpec
+from agentnb.trace import tokens
 from agentnb.trace.history import HistoryTally
 from agentnb.trace.sizes import request_sizes
 from agentnb.trace.tokens import request_tokens
@@ -38,6 +39,7 @@ def test_the_tally_visits_only_new_messages(word_tokenizer):
     word_tokenizer.clear()
     for message in messages:  # forget every cached count: a full pass would recount them all
         message.tokens_cache = None
+    tokens._text_tokens.clear()  # and the counts kept by text
     request_tokens(ModelRequest("system", list(messages), [SPEC]), tally)
     # only the two messages appended after the last request were counted, not the 37 before
     assert word_tokenizer == ["thinking", '{"key":"k19"}', 'value 19 "quoted"\n']

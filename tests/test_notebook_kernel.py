@@ -5,6 +5,7 @@ kernel responsive."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -48,7 +49,7 @@ def test_the_monitor_moves_during_the_run_and_the_outputs_land_in_the_cell(kerne
     _, client = kernel
     assert not errors(execute(client, SETUP.format(sub=0.3)))
     execute(client, "%%agent boss --model boss_model --tools expert_a,expert_b\nDecide.")
-    run = execute(client, "%%agent_run boss -o res\nReview the contract.")
+    run = execute(client, "%%agent_run boss -o res --no-stream\nReview the contract.")
 
     assert not errors(run)
     values = monitor_values(run)
@@ -62,6 +63,33 @@ def test_the_monitor_moves_during_the_run_and_the_outputs_land_in_the_cell(kerne
     cell_id = run[0]["parent_header"]["msg_id"]
     displays = [m for m in run if m["msg_type"] == "display_data"]
     assert all(m["parent_header"]["msg_id"] == cell_id for m in displays)
+
+
+def test_a_streamed_run_shows_each_agent_s_text_as_written_then_the_result_in_its_place(kernel):
+    _, client = kernel
+    setup = SETUP.format(sub=0.05).replace(
+        'a.say("fine")], latency=0.05)',
+        'a.say("expert opinion: fine")], chunk_chars=3, chunk_latency=0.06)',
+    )
+    assert not errors(execute(client, setup))
+    execute(client, "%%agent boss --model boss_model --tools expert_a,expert_b\nDecide.")
+    run = execute(client, "%%agent_run boss -o res\nReview the contract.")
+
+    assert not errors(run)
+    values = monitor_values(run)
+    # the sub-agents' text appeared while it was being written, under their paths
+    for path in ("boss/expert_a", "boss/expert_b"):
+        shown = [m.group(1) for v in values if (m := re.search(f"{path}:</span> ([^<]*)", v))]
+        assert shown[-1] == "expert opinion: fine"
+        assert any(len(text) < len(shown[-1]) for text in shown)  # seen before it was whole
+    # the result took the live view's place: displayed, and the monitor closed
+    shown = [m["content"]["data"]["text/plain"] for m in run if m["msg_type"] == "display_data"]
+    assert shown[0] == "RunMonitor('boss')"
+    assert shown[1].startswith("RunResult ✔ boss answered · 4 model calls")
+    closed = [m for m in run if m["msg_type"] == "comm_close"]
+    assert len(closed) >= 2  # the monitor and its view
+    check = execute(client, "print(res.calls['ttft_s'].notna().all())")
+    assert "".join(m["content"]["text"] for m in check if m["msg_type"] == "stream") == "True\n"
 
 
 def test_kernel_interrupt_cancels_every_sub_agent_and_keeps_the_partial_trace(kernel):

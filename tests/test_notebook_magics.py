@@ -198,8 +198,8 @@ BAD_AGENT = [
     ("boss --model zz:q", "unknown model provider 'zz' in 'zz:q'; known providers: anthropic, openai"),
     ("boss --model not_a_model", "--model not_a_model is a int, not a model client"),
     ("boss", "no model: pass --model M"),
-    ("boss --model boss_model --output lookup", "--output lookup is not a pydantic model (a BaseModel subclass); pydantic models in the namespace: Verdict"),
-    ("boss --model boss_model --output Missing", "unknown output type 'Missing'; pydantic models in the namespace: Verdict"),
+    ("boss --model boss_model --output lookup", "--output lookup is a function, not a type pydantic validates; types in the namespace: Verdict; or a builtin: str, int, float, bool, list, dict"),
+    ("boss --model boss_model --output Missing", "unknown output type 'Missing'; types in the namespace: Verdict; or a builtin: str, int, float, bool, list, dict"),
     ("boss --model boss_model --tools nope", "unknown tool 'nope'; functions and agents in the namespace: lookup"),
     ("boss --model boss_model --tools not_a_model", "tool 'not_a_model' is a int, not a function or an agent"),
     ("boss --model boss_model --tools lookup,", "--tools takes names separated by commas"),
@@ -218,21 +218,22 @@ def test_bad_agent_cells_are_one_line_usage_errors(ip, line, message):
     assert "boss" not in ip.user_ns
 
 
-def test_an_undocumented_tool_function_is_a_usage_error_too(ip):
-    def bare() -> str:
+def test_a_tool_function_the_model_cannot_call_is_a_usage_error(ip):
+    def spread(*items: str) -> str:
         return "x"
 
-    ip.user_ns["bare"] = bare
-    with pytest.raises(UsageError, match=r"^%%agent: Tool 'bare' has no description"):
-        ip.run_cell_magic("agent", "boss --model boss_model --tools bare", "Hi.")
+    ip.user_ns["spread"] = spread
+    with pytest.raises(UsageError, match=r"^%%agent: Tool 'spread': \*args and \*\*kwargs"):
+        ip.run_cell_magic("agent", "boss --model boss_model --tools spread", "Hi.")
 
 
 BAD_RUN = [
     ("nobody", "go", "'nobody' is not defined; agents in the namespace: legal"),
     ("lookup", "go", "'lookup' is a function, not an Agent; agents in the namespace: legal"),
     ("legal --frob", "go",
-     "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id; "
-     "usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID]"),
+     "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id, --continue, "
+     "--no-stream; usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] "
+     "[--no-stream]"),
     ("legal --run-id", "go", "argument --run-id: expected one argument"),
     ("legal --run-id ''", "go", "argument --run-id: '' is not a run id: use one word without spaces"),
     ("legal --run-id 'a b'", "go", "argument --run-id: 'a b' is not a run id"),
@@ -291,3 +292,42 @@ def test_a_run_that_cannot_start_is_a_usage_error_and_leaves_no_monitor(
     assert "res" not in ip.user_ns
     [view] = [c for c in dummy_comm.comms if any("waiting" in str(m) for m in c.messages)]
     assert view.closed and all(c.closed for c in dummy_comm.comms)  # the view, its box, layouts
+
+
+def test_output_takes_a_builtin_type_name_or_a_type_alias_from_the_namespace(ip):
+    ip.user_ns["counter_model"] = a.ScriptedModel([a.say('{"response": 3}')])
+    ip.user_ns["Scores"] = list[int]
+    ip.run_cell_magic("agent", "counter --model counter_model --output int", "Count.")
+    ip.run_cell_magic("agent", "scorer --model counter_model --output Scores", "Score.")
+    assert ip.user_ns["counter"].output_type is int
+    assert ip.user_ns["scorer"].output_type == list[int]
+    ip.run_cell_magic("agent_run", "counter -o res", "How many?")
+    assert ip.user_ns["res"].output == 3
+
+
+def test_agent_run_continue_sends_the_earlier_conversation(ip):
+    model = a.ScriptedModel([a.say("first answer"), a.say("second answer")])
+    ip.user_ns["chat_model"] = model
+    ip.run_cell_magic("agent", "chat --model chat_model", "Chat.")
+    ip.run_cell_magic("agent_run", "chat -o one", "first question")
+    ip.run_cell_magic("agent_run", "chat --continue one -o two", "second question")
+
+    assert ip.user_ns["two"].output == "second answer"
+    sent = [(m.role, m.content) for m in model.requests[1].messages]
+    assert sent == [("user", "first question"), ("assistant", "first answer"),
+                    ("user", "second question")]  # fmt: skip
+    with pytest.raises(UsageError, match="--continue nope: 'nope' is not defined"):
+        ip.run_cell_magic("agent_run", "chat --continue nope", "again")
+
+
+def test_the_default_model_reaches_sub_agents_without_a_model(ip):
+    shared = a.ScriptedModel(
+        lambda r: a.tool_call("helper", input="q") if r.agent == "boss" and not r.tool_results
+        else a.say(f"{r.agent} says hi")
+    )  # fmt: skip
+    ip.user_ns["shared"] = shared
+    ip.user_ns["helper"] = a.Agent("helper", "Help.")  # defined in Python, no model
+    _magics(ip).default_model = "shared"
+    ip.run_cell_magic("agent", "boss --tools helper", "Coordinate.")
+    ip.run_cell_magic("agent_run", "boss -o res", "go")
+    assert ip.user_ns["res"].ok and [r.agent for r in shared.requests] == ["boss", "helper", "boss"]

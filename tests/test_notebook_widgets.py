@@ -141,3 +141,33 @@ async def test_with_top_level_await_the_monitor_follows_the_run_on_the_callers_l
     assert [row["status"] for row in monitor.snapshot()] == ["ok", "ok", "ok"]
     last = [m["state"]["value"] for m in dummy_comm.states() if "value" in m["state"]][-1]
     assert "✔ <b>coord</b> · ok" in last
+
+
+def test_a_streamed_run_shows_each_agent_s_text_in_the_monitor(dummy_comm):
+    boss = team()
+    for sub in boss.tools:
+        sub.model.chunk_chars = 4
+    monitor = RunMonitor("coord")
+
+    for event in a.stream_sync(boss, "review", listeners=[monitor.listener]):
+        monitor.on_event(event)
+    monitor.finish(event.result)
+
+    assert monitor.text_of("coord/expert0") == "finding 0"
+    assert monitor.text_of("coord/expert1") == "finding 1"
+    assert monitor.text_of("coord") == "all checked"
+    html = monitor.render(0.0)
+    assert "coord/expert1:</span> finding 1</td>" in html and '">all checked</td>' in html
+
+
+def test_the_explorer_shows_when_a_streamed_call_s_first_token_came(dummy_comm):
+    events = list(a.stream_sync(team(), "review"))
+    result = events[-1].result
+    explorer = TraceExplorer(result)
+
+    explorer.select(result.calls["span_id"][0])
+    assert "<td>first token after</td>" in explorer.detail.value
+    plain = a.run_sync(team(), "review")
+    explorer = TraceExplorer(plain)
+    explorer.select(plain.calls["span_id"][0])
+    assert "first token" not in explorer.detail.value

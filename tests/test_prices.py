@@ -25,8 +25,9 @@ def test_lookup_accepts_spec_strings_and_snapshots_and_never_guesses():
 
 def test_every_entry_shows_its_source_and_date():
     table = a.Prices().table()
-    assert list(table.columns) == ["model", "input_per_million", "output_per_million", "currency",
-                                   "source", "as_of"]  # fmt: skip
+    assert list(table.columns) == ["model", "input_per_million", "output_per_million",
+                                   "cached_input_per_million", "cache_write_per_million",
+                                   "currency", "source", "as_of"]  # fmt: skip
     assert len(table) == len(DEFAULT_PRICES)
     assert table["source"].str.startswith("https://").all()
     assert table["as_of"].str.match(r"^\d{4}-\d{2}(-\d{2})?$").all()
@@ -60,7 +61,7 @@ def test_provider_usage_gives_the_cost():
     assert row["cost_out"] == pytest.approx(500 * 0.60 / 1e6)
     assert row["cost"] == pytest.approx(0.0006)
     assert row["cost_tokens"] == "provider"
-    assert row["price_source"] == "https://openai.com/api/pricing/ (2024-07-18)"
+    assert row["price_source"] == "https://openai.com/api/pricing/ (2024-10-01)"
     assert row["cost_note"] is None
 
 
@@ -98,4 +99,4 @@ def test_cost_table_adds_the_cost_per_run_and_its_source():
     assert table["cost_note"].iloc[0] is None
     assert "no price for model 'scripted'" in table["cost_note"].iloc[1]
     assert "tokens unavailable" in table["cost_note"].iloc[2]
-    assert table["price_source"].tolist()[0] == "https://openai.com/api/pricing/ (2024-07-18)"
+    assert table["price_source"].tolist()[0] == "https://openai.com/api/pricing/ (2024-10-01)"

@@ -46,7 +46,7 @@ def test_reproduce_prints_the_tables_and_writes_the_figures(tmp_path: Path):
     for k, chars, times in rows:
         sent = a.run_sync(scenarios.review_hierarchy(int(k), "inline")).chars_in
         assert chars == f"{sent:,}" and times == f"{sent / generalist:.1f}"
-    for heading in ("by handle:", "attached:", "Why: characters added by each sub-agent",
+    for heading in ("by handle:", "attached:", "team:", "Why: characters added by each sub-agent",
                     "2. Latency", "3. Writer and verifier", "4. Depth guard"):  # fmt: skip
         assert heading in text
     assert "missing=['technical']" in text

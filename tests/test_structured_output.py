@@ -55,7 +55,8 @@ async def test_a_union_of_models_picks_the_matching_one():
     assert approved.output == Approval(kind="approval", score=9)
     for m in (model, other):
         schema = m.requests[0].output_schema
-        assert schema is not None and len(schema.schema["anyOf"]) == 2
+        assert schema is not None and schema.schema["required"] == ["response"]
+        assert len(schema.schema["properties"]["response"]["anyOf"]) == 2  # wrapped: not an object
         assert schema.name == "refusal_or_approval"
 
 

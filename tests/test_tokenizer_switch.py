@@ -16,12 +16,13 @@ def words(text: str) -> int:
 def tiktoken_would_load(monkeypatch: pytest.MonkeyPatch) -> None:
     """The automatic choice finds a tokenizer (as on a machine with tiktoken's encodings)."""
     monkeypatch.delenv("AGENTNB_TOKENIZER", raising=False)
-    monkeypatch.setattr(tokens, "_load_tiktoken", lambda: (words, "fake-tiktoken"))
+    monkeypatch.setattr(tokens._tokenizers, "installed", lambda backend: backend == "tiktoken")
+    monkeypatch.setattr(tokens._tokenizers, "load", lambda backend, encoding, wait=None: words)
 
 
 async def test_off_counts_no_tokens_even_where_the_automatic_choice_would(tiktoken_would_load):
     a.set_tokenizer(None)
-    assert tokens.tokenizer() == (words, "fake-tiktoken")
+    assert tokens.tokenizer() == (words, "tiktoken:o200k_base")
 
     a.set_tokenizer("off")
     assert tokens.tokenizer() == (None, "unavailable")
@@ -31,7 +32,7 @@ async def test_off_counts_no_tokens_even_where_the_automatic_choice_would(tiktok
     assert list(result.calls["tokens_method"]) == ["unavailable"]
 
     a.set_tokenizer(None)  # back to automatic: the tokenizer is found again
-    assert tokens.tokenizer() == (words, "fake-tiktoken")
+    assert tokens.tokenizer() == (words, "tiktoken:o200k_base")
 
 
 def test_off_replaces_a_custom_tokenizer(word_tokenizer):
@@ -42,5 +43,8 @@ def test_off_replaces_a_custom_tokenizer(word_tokenizer):
 
 @pytest.mark.parametrize("value", ["on", False, 0])
 def test_anything_else_is_refused_with_the_valid_choices(value):
-    with pytest.raises(a.UserError, match="a function text -> int, 'off' or None"):
+    with pytest.raises(
+        a.UserError,
+        match="a function text -> int, 'off' or None \\(automatic\\), 'auto', 'tiktoken' or",
+    ):
         a.set_tokenizer(value)  # type: ignore[arg-type]

@@ -307,7 +307,8 @@ def latency(
     *,
     title: str | None = "Wall time against branches",
 ) -> Figure:
-    """Wall time per mode against ``x`` (a `latency_series`), each with its critical-path bound dashed."""
+    """Wall time per mode against ``x`` (a `latency_series`), each with its critical-path bound
+    dashed and, for streamed runs, the mean time to a call's first token dotted."""
     fig, (ax,) = _figure()
     groups = series.groupby(mode, sort=False) if mode else [("runs", series)]
     for name, part in groups:
@@ -323,6 +324,16 @@ def latency(
             label=f"{name}: critical path",
             gid=f"critical:{name}",
         )
+        if "ttft_s" in part and part["ttft_s"].notna().any():
+            ax.plot(
+                part[x],
+                part["ttft_s"],
+                ":",
+                color=line.get_color(),
+                alpha=0.7,
+                label=f"{name}: first token (mean per call)",
+                gid=f"ttft:{name}",
+            )
     _integer_ticks(ax)
     ax.set_xlabel("branches" if x == "n" else x)
     ax.set_ylabel("seconds")

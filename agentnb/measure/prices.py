@@ -38,6 +38,23 @@ class Price:
     as_of: str
     """When the number was read or published (``YYYY-MM-DD`` or ``YYYY-MM``)."""
     currency: str = "USD"
+    cached_input_per_million: float | None = None
+    """Price of a million input tokens served from the prompt cache; ``None``: not known."""
+    cache_write_per_million: float | None = None
+    """Price of a million input tokens written to the prompt cache; ``None``: billed as input
+    (OpenAI charges nothing extra for its automatic cache)."""
+
+    @property
+    def cached_input(self) -> float | None:
+        """The cached-input price (per million tokens), ``None`` when not known."""
+        return self.cached_input_per_million
+
+    @property
+    def cache_write(self) -> float | None:
+        """The cache-write price (per million tokens); the input price when none is set."""
+        if self.cache_write_per_million is not None:
+            return self.cache_write_per_million
+        return self.input_per_million
 
     @property
     def cited(self) -> str:
@@ -47,17 +64,24 @@ class Price:
 
 _OPENAI = "https://openai.com/api/pricing/"
 _ANTHROPIC = "https://www.anthropic.com/pricing#api"
+_USD = "USD"
 
 DEFAULT_PRICES: tuple[Price, ...] = (
-    Price("gpt-4o-mini", 0.15, 0.60, _OPENAI, "2024-07-18"),
-    Price("gpt-4o", 2.50, 10.00, _OPENAI, "2024-10-02"),
-    Price("gpt-4.1", 2.00, 8.00, _OPENAI, "2025-04-14"),
-    Price("gpt-4.1-mini", 0.40, 1.60, _OPENAI, "2025-04-14"),
-    Price("gpt-4.1-nano", 0.10, 0.40, _OPENAI, "2025-04-14"),
-    Price("claude-3-5-haiku", 0.80, 4.00, _ANTHROPIC, "2024-11-04"),
-    Price("claude-sonnet-4", 3.00, 15.00, _ANTHROPIC, "2025-05-22"),
+    # OpenAI: cached input at half price (gpt-4o family, since prompt caching began on
+    # 2024-10-01, https://openai.com/index/api-prompt-caching/) or a quarter (gpt-4.1 family);
+    # writes cost nothing extra.
+    Price("gpt-4o-mini", 0.15, 0.60, _OPENAI, "2024-10-01", _USD, 0.075),
+    Price("gpt-4o", 2.50, 10.00, _OPENAI, "2024-10-02", _USD, 1.25),
+    Price("gpt-4.1", 2.00, 8.00, _OPENAI, "2025-04-14", _USD, 0.50),
+    Price("gpt-4.1-mini", 0.40, 1.60, _OPENAI, "2025-04-14", _USD, 0.10),
+    Price("gpt-4.1-nano", 0.10, 0.40, _OPENAI, "2025-04-14", _USD, 0.025),
+    # Anthropic: a cache read costs 0.1x the input price, a 5-minute cache write 1.25x
+    # (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing).
+    Price("claude-3-5-haiku", 0.80, 4.00, _ANTHROPIC, "2024-11-04", _USD, 0.08, 1.00),
+    Price("claude-sonnet-4", 3.00, 15.00, _ANTHROPIC, "2025-05-22", _USD, 0.30, 3.75),
 )
-"""List prices as published on the dates shown (USD per million tokens)."""
+"""List prices as published on the dates shown (USD per million tokens), with the prompt-cache
+prices: ``cached_input`` (a cache hit) and ``cache_write`` (Anthropic only)."""
 
 _PROVIDER = re.compile(r"^[a-z][a-z0-9_-]*:")
 _SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{8}|latest)$")
@@ -101,16 +125,37 @@ class Prices:
         source: str,
         as_of: str,
         currency: str = "USD",
+        cached_input: float | None = None,
+        cache_write: float | None = None,
     ) -> Prices:
-        """Add or replace a model's price (per million tokens); returns the table for chaining."""
-        for label, value in (("input", input), ("output", output)):
+        """Add or replace a model's price (per million tokens); returns the table for chaining.
+
+        ``cached_input``: the price of input served from the prompt cache (``None``: not
+        known, so costs with caching stay empty); ``cache_write``: the price of input written
+        to it (``None``: the input price).
+        """
+        for label, value in (
+            ("input", input),
+            ("output", output),
+            ("cached_input", cached_input),
+            ("cache_write", cache_write),
+        ):
             if value is not None and (not isinstance(value, (int, float)) or value < 0):
                 raise UserError(f"{label} price for {model!r} must be >= 0 or None, got {value!r}")
         if not source or not as_of:
             raise UserError(f"The price of {model!r} needs a source and an as_of date")
         in_price = None if input is None else float(input)
         out_price = None if output is None else float(output)
-        self._prices[model] = Price(model, in_price, out_price, source, as_of, currency)
+        self._prices[model] = Price(
+            model,
+            in_price,
+            out_price,
+            source,
+            as_of,
+            currency,
+            None if cached_input is None else float(cached_input),
+            None if cache_write is None else float(cache_write),
+        )
         return self
 
     def lookup(self, model: str | None) -> Price | None:
@@ -136,6 +181,8 @@ class Prices:
                     "model": p.model,
                     "input_per_million": p.input_per_million,
                     "output_per_million": p.output_per_million,
+                    "cached_input_per_million": p.cached_input_per_million,
+                    "cache_write_per_million": p.cache_write_per_million,
                     "currency": p.currency,
                     "source": p.source,
                     "as_of": p.as_of,
@@ -146,6 +193,8 @@ class Prices:
                 "model",
                 "input_per_million",
                 "output_per_million",
+                "cached_input_per_million",
+                "cache_write_per_million",
                 "currency",
                 "source",
                 "as_of",
@@ -169,13 +218,20 @@ COST_COLUMNS = (
     "cost_in",
     "cost_out",
     "cost",
+    "cost_cached_est",
+    "cost_cached",
     "currency",
     "cost_tokens",
     "price_source",
     "cost_note",
 )
 """Columns `add_cost` appends: the costs, which token count they used, the cited price, and
-``cost_note`` saying why a cost is missing (``None`` when it was computed)."""
+``cost_note`` saying why a cost is missing (``None`` when it was computed).
+
+``cost`` is every input token at the input price (no caching); ``cost_cached_est`` the same
+call with the prompt cache `agentnb.cache_estimate` estimates (NaN without an estimate);
+``cost_cached`` with the cached and cache-write tokens the provider reported (NaN where it
+reported none)."""
 
 
 def call_cost(row: Mapping[str, Any], prices: Prices) -> dict[str, Any]:
@@ -185,6 +241,8 @@ def call_cost(row: Mapping[str, Any], prices: Prices) -> dict[str, Any]:
         "cost_in": nan,
         "cost_out": nan,
         "cost": nan,
+        "cost_cached_est": nan,
+        "cost_cached": nan,
         "currency": None,
         "cost_tokens": None,
         "price_source": None,
@@ -213,6 +271,14 @@ def call_cost(row: Mapping[str, Any], prices: Prices) -> dict[str, Any]:
     out["cost_in"] = _times(tokens_in, price.input_per_million)
     out["cost_out"] = _times(tokens_out, price.output_per_million)
     out["cost"] = out["cost_in"] + out["cost_out"]
+    for column, parts in (
+        ("cost_cached_est", ("tokens_in_cached_est", "tokens_in_cache_write_est")),
+        ("cost_cached", ("tokens_in_cached", "tokens_in_cache_write")),
+    ):
+        cached, written = _num(row.get(parts[0])), _num(row.get(parts[1]))
+        if cached is not None or written is not None:
+            cost_in = _cached_cost(tokens_in, cached or 0.0, written or 0.0, price)
+            out[column] = cost_in + out["cost_out"]
     if math.isnan(out["cost"]):
         unknown = "input" if math.isnan(out["cost_in"]) else "output"
         out["cost_note"] = f"{unknown} price or token count unknown for {model!r}"
@@ -243,6 +309,18 @@ def _tokens(row: Mapping[str, Any]) -> tuple[float | None, float | None, str | N
     if not _missing(row.get("tokens_in")) and method not in (None, "unavailable"):
         return float(row["tokens_in"]), _num(row.get("tokens_out")), str(method)
     return None, None, None
+
+
+def _cached_cost(total: float, cached: float, written: float, price: Price) -> float:
+    """Input cost when ``cached`` of ``total`` tokens are cache hits and ``written`` are
+    cache writes (NaN when a price they need is unknown)."""
+    plain = max(total - cached - written, 0.0)
+    cost = _times(plain, price.input_per_million)
+    if cached:
+        cost += _times(cached, price.cached_input)
+    if written:
+        cost += _times(written, price.cache_write)
+    return cost
 
 
 def _times(tokens: float | None, per_million: float | None) -> float:

@@ -106,6 +106,7 @@ async def reproduce(
             "inline": "inline: the coordinator pastes the clause into each tool call (the article's setup)",
             "handle": "by handle: the clause is the run's input, forwarded as the handle 'input'",
             "attached": "attached: the clause is a document of the run, routed without being read",
+            "team": "team: attached, the reviewers behind one agentnb.team tool instead of one each",
         }
         for mode in sc.COST_MODES:
             rows = table[(table["mode"] == mode) | table["baseline"]]

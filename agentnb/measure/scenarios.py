@@ -20,7 +20,9 @@ The scenarios:
   * ``"handle"`` — the clause is the run's input and the coordinator forwards it by the handle
     ``input`` (``artifacts=["input"]``): it writes a one-line task, the runtime attaches the text;
   * ``"attached"`` — ``run(coordinator, "Review the attached clause.", artifacts={"clause":
-    CLAUSE})``: the coordinator routes the handle ``clause`` without ever reading the clause.
+    CLAUSE})``: the coordinator routes the handle ``clause`` without ever reading the clause;
+  * ``"team"`` — attached as above, with the reviewers behind one `agentnb.team` tool (one
+    tool spec whose ``member`` enum names them) instead of one tool each.
 
   In every mode each reviewer's request holds the full clause. ``k=0`` is the baseline: the
   generalist alone (the same run for every mode: it reads the clause once).
@@ -49,6 +51,7 @@ from ..models.types import ModelRequest
 from ..runtime.agent import Agent
 from ..runtime.result import RunResult
 from ..runtime.runner import run
+from ..runtime.team import team
 
 # -- the contract-review cost scenario ---------------------------------------------------------
 
@@ -70,10 +73,10 @@ article used (its opinions were about 244 characters)."""
 COST_KS = (1, 2, 3, 5)
 """The numbers of sub-agents the article measured."""
 
-COST_MODES = ("inline", "handle", "attached")
+COST_MODES = ("inline", "handle", "attached", "team")
 """How the clause reaches the reviewers; see the module docstring."""
 
-CostMode = Literal["inline", "handle", "attached"]
+CostMode = Literal["inline", "handle", "attached", "team"]
 
 REVIEW_TASK = "Review the clause."
 """What the coordinator writes as each tool call's ``input`` when it passes the clause by handle."""
@@ -85,6 +88,7 @@ _GENERALIST = "Review the clause from every profile."
 _REVIEWER = "Review the clause from your own profile and quote the words you rely on."
 _COORDINATOR = "Ask every reviewer, then synthesise."
 _OPINION_TOOL = "Opinion on a clause."
+_TEAM = "reviewers"
 
 
 @dataclass(frozen=True)
@@ -100,11 +104,14 @@ class Scenario:
         return await run(self.agent, self.input, artifacts=self.artifacts, **options)
 
 
-def cost_scenario(k: int, mode: CostMode = "inline", latency: float = 0.0) -> Scenario:
+def cost_scenario(
+    k: int, mode: CostMode = "inline", latency: float = 0.0, clause: str = CLAUSE
+) -> Scenario:
     """The contract-review setup with ``k`` reviewers (``k=0``: the generalist baseline).
 
     ``latency`` is the seconds every model (coordinator and reviewers) waits before answering,
-    to stand in for a network call; it changes timings only, never sizes.
+    to stand in for a network call; it changes timings only, never sizes. ``clause``: the
+    document reviewed (the article's `CLAUSE`; a longer one scales the scenario up).
     """
     if not isinstance(k, int) or isinstance(k, bool) or k < 0:
         raise UserError(f"k must be the number of reviewers, an integer >= 0, got {k!r}")
@@ -112,39 +119,46 @@ def cost_scenario(k: int, mode: CostMode = "inline", latency: float = 0.0) -> Sc
         raise UserError(f"mode must be one of {', '.join(map(repr, COST_MODES))}, got {mode!r}")
     if k == 0:
         model = ScriptedModel([say("Synthesis.")], latency, name="generalist")
-        return Scenario(Agent("generalist", _GENERALIST, model), CLAUSE)
+        return Scenario(Agent("generalist", _GENERALIST, model), clause)
     reviewers = [
         Agent(f"reviewer_{i}", _REVIEWER, ScriptedModel([say(OPINION)], latency, name="reviewer"))
         for i in range(1, k + 1)
     ]
     tools = [r.as_tool(f"opinion_{i}", _OPINION_TOOL) for i, r in enumerate(reviewers, 1)]
     if mode == "inline":
-        calls = [tool_call(t.name, input=CLAUSE) for t in tools]
+        calls = [tool_call(t.name, input=clause) for t in tools]
+    elif mode == "team":
+        calls = [
+            tool_call(_TEAM, member=t.name, input=REVIEW_TASK, artifacts=["clause"]) for t in tools
+        ]
     else:
         handle = "input" if mode == "handle" else "clause"
         calls = [tool_call(t.name, input=REVIEW_TASK, artifacts=[handle]) for t in tools]
     script: list[Step] = [calls, say(f"Synthesis of {k} opinions.")]
+    shape = [team(tools, name=_TEAM)] if mode == "team" else tools
     coordinator = Agent(
-        "coordinator", _COORDINATOR, ScriptedModel(script, latency, name="coordinator"), tools
+        "coordinator", _COORDINATOR, ScriptedModel(script, latency, name="coordinator"), shape
     )
-    if mode == "attached":
-        return Scenario(coordinator, ATTACHED_INPUT, {"clause": CLAUSE})
-    return Scenario(coordinator, CLAUSE)
+    if mode in ("attached", "team"):
+        return Scenario(coordinator, ATTACHED_INPUT, {"clause": clause})
+    return Scenario(coordinator, clause)
 
 
-async def review_hierarchy(k: int, mode: CostMode = "inline", latency: float = 0.0) -> RunResult:
+async def review_hierarchy(
+    k: int, mode: CostMode = "inline", latency: float = 0.0, clause: str = CLAUSE
+) -> RunResult:
     """Run the contract-review hierarchy with ``k`` reviewers; see `cost_scenario`.
 
     ``result.chars_in`` is the characters sent over the whole run; ``result.calls`` has one row
     per model call (the coordinator's two turns and one per reviewer) with the per-component split.
     The reviewers are reachable as ``result.last_agent.tool_map()["opinion_1"].agent``.
     """
-    return await cost_scenario(k, mode, latency).run()
+    return await cost_scenario(k, mode, latency, clause).run()
 
 
-async def generalist(latency: float = 0.0) -> RunResult:
+async def generalist(latency: float = 0.0, clause: str = CLAUSE) -> RunResult:
     """The baseline of the cost tables: one agent reads the clause once and answers."""
-    return await cost_scenario(0, latency=latency).run()
+    return await cost_scenario(0, latency=latency, clause=clause).run()
 
 
 # -- the parallel review team --------------------------------------------------------------------

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from numbers import Real
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UserError
+from ..trace.prefixes import TOKEN_COMPONENTS, Prefix, components
 from ..trace.sizes import COMPONENTS
 from .frames import calls_frame, group_columns, grouped, run_columns
 
@@ -75,29 +76,47 @@ def cost_table(
     *,
     baseline: Any = None,
     prices: Prices | None = None,
+    unit: Literal["chars", "tokens"] = "chars",
+    caching: Literal["openai", "anthropic"] | None = None,
 ) -> pd.DataFrame:
     """Characters and tokens sent and generated per configuration, and the multiplier.
 
     ``baseline``: ``None`` (the first configuration), a dict of parameter values selecting
     one (``{"mode": "generalist"}``), or a separate run (a result or calls frame), added as
     a first row. ``prices``: a `Prices` table, adding the cost per run (NaN with a
-    ``cost_note`` when a price or a token count is missing).
+    ``cost_note`` when a price or a token count is missing). ``unit``: what the multiplier
+    divides, characters or tokens sent. ``caching``: a provider whose prompt cache
+    `agentnb.cache_estimate` estimates (its defaults), adding ``tokens_in_cached_est``,
+    ``tokens_in_cache_write_est`` and, with prices, ``cost_cached_est``.
 
     Columns: the configuration, ``runs``, ``errors``, ``model_calls``, ``chars_in``,
-    ``tokens_in``, ``chars_out``, ``tokens_out``, ``multiplier`` (chars_in / the baseline's),
-    ``baseline`` (True on the baseline row), then ``cost``, ``cost_note``, ``price_source``.
-    A configuration column of whole numbers (``k``) is ``Int64``, <NA> where a row has none.
+    ``tokens_in``, ``chars_out``, ``tokens_out``, ``multiplier`` (``chars_in`` or
+    ``tokens_in`` / the baseline's), ``baseline`` (True on the baseline row), then ``cost``
+    (no caching), ``cost_cached_est``, ``cost_cached`` (as the provider reported),
+    ``cost_note``, ``price_source``. A configuration column of whole numbers (``k``) is
+    ``Int64``, <NA> where a row has none.
     """
     import pandas as pd
 
+    if unit not in ("chars", "tokens"):
+        raise UserError(f"unit must be 'chars' or 'tokens', got {unit!r}")
     frame = calls_frame(data)
     keys = group_columns(frame, by)
     extra: tuple[str, ...] = ()
+    if caching is not None:
+        from .caching import cache_estimate
+
+        frame = cache_estimate(frame, caching)
+        extra = ("tokens_in_cached_est", "tokens_in_cache_write_est")
     if prices is not None:
         from .prices import add_cost
 
         frame = add_cost(frame, prices)
-        extra = ("cost",)
+        extra += ("cost",)
+        if caching is not None:
+            extra += ("cost_cached_est",)
+        if _reported(frame):
+            extra += ("cost_cached",)
     values = ["model_calls", "chars_in", "tokens_in", "chars_out", "tokens_out", *extra]
     table = _per_config(per_run(frame, keys, extra), keys, values)
     if prices is not None:
@@ -109,18 +128,25 @@ def cost_table(
     if baseline is None or isinstance(baseline, Mapping):
         base_row = _select(table, keys, baseline)
         table.loc[base_row, "baseline"] = True
-        base = float(table.loc[base_row, "chars_in"])
+        base = float(table.loc[base_row, f"{unit}_in"])
     else:
         base_calls = calls_frame(baseline)
-        base_table = cost_table(base_calls, by=[], prices=prices)
+        base_table = cost_table(base_calls, by=[], prices=prices, caching=caching)
         base_table = base_table.assign(**{k: None for k in keys}, baseline=True)
         table = pd.concat([base_table.reindex(columns=table.columns), table], ignore_index=True)
-        base = float(base_table["chars_in"].iloc[0])
-    table.insert(list(table.columns).index("baseline"), "multiplier", table["chars_in"] / base)
+        base = float(base_table[f"{unit}_in"].iloc[0])
+    multiplier = table[f"{unit}_in"] / base
+    table.insert(list(table.columns).index("baseline"), "multiplier", multiplier)
     for key in keys:
         table[key] = _whole_numbers(table[key])
     table.attrs["params"] = keys
     return table
+
+
+def _reported(frame: pd.DataFrame) -> bool:
+    """Whether a provider reported cached or cache-write tokens for any call of ``frame``."""
+    columns = [c for c in ("tokens_in_cached", "tokens_in_cache_write") if c in frame]
+    return bool(columns) and bool(frame[columns].notna().to_numpy().any())
 
 
 def _whole_numbers(column: pd.Series) -> pd.Series:
@@ -220,7 +246,11 @@ def cost_fit(
 
 
 def breakdown(
-    data: Any, by: str | Sequence[str] | None = None, *, depth: bool = False
+    data: Any,
+    by: str | Sequence[str] | None = None,
+    *,
+    depth: bool = False,
+    unit: Literal["chars", "tokens"] = "chars",
 ) -> pd.DataFrame:
     """Why it costs that much: characters sent per component, per configuration (per run).
 
@@ -229,14 +259,19 @@ def breakdown(
     assistant text, tool-call arguments reread, tool results reread, and JSON framing.
     ``chars_out`` is what the models generated (the orchestrator's tool arguments included).
     ``depth=True`` splits each configuration by depth (0: the orchestrator, 1: its sub-agents).
+    ``unit="tokens"``: the same in tokens (``tokens_in_<component>``, no framing), from the
+    fingerprints each call keeps (NaN for calls counted without a tokenizer).
     """
     frame = calls_frame(data)
     keys = group_columns(frame, by)
     split = [*keys, "depth"] if depth else keys
     if depth:
         frame = frame[frame["span_id"].notna()]
-    runs = per_run(frame, split)
-    values = ["model_calls", *COMPONENT_COLUMNS, "chars_in", "chars_out"]
+    columns = _components(unit)
+    if unit == "tokens":
+        frame = with_token_components(frame)
+    runs = per_run(frame, split, columns if unit == "tokens" else ())
+    values = ["model_calls", *columns, f"{unit}_in", f"{unit}_out"]
     table = _per_config(runs, split, values)
     if depth:
         table = table.drop(columns=["errors"], errors="ignore")
@@ -245,24 +280,51 @@ def breakdown(
 
 
 def breakdown_growth(
-    data: Any, x: str = "k", by: str | Sequence[str] | None = None, *, depth: bool = False
+    data: Any,
+    x: str = "k",
+    by: str | Sequence[str] | None = None,
+    *,
+    depth: bool = False,
+    unit: Literal["chars", "tokens"] = "chars",
 ) -> pd.DataFrame:
     """How much each component grows per unit of ``x`` (per added sub-agent), and its share.
 
     One row per component (``chars_in_user`` ...), then ``chars_in`` (the total) and
     ``chars_out``; ``share`` is the component's part of the growth of ``chars_in``. Grouped
     by the other configuration columns (e.g. ``mode``) and, with ``depth=True``, by depth.
+    ``unit="tokens"``: the same in tokens (see `breakdown`).
     """
-    table = breakdown(data, by, depth=depth)
+    table = breakdown(data, by, depth=depth, unit=unit)
     keys = [k for k in table.attrs["params"] if k != x] + (["depth"] if depth else [])
-    ys = [*COMPONENT_COLUMNS, "chars_in", "chars_out"]
+    total, out = f"{unit}_in", f"{unit}_out"
+    ys = [*_components(unit), total, out]
     fits = linear_fit(table, x, ys, keys).rename(columns={"y": "component"})
-    totals = fits[fits["component"] == "chars_in"].set_index(keys or "x")["slope"]
+    totals = fits[fits["component"] == total].set_index(keys or "x")["slope"]
     index = fits.set_index(keys or "x").index
     share = fits["slope"].to_numpy() / totals.reindex(index).to_numpy()
     fits["share"] = share
-    fits.loc[fits["component"].isin(["chars_in", "chars_out"]), "share"] = float("nan")
+    fits.loc[fits["component"].isin([total, out]), "share"] = float("nan")
     return fits.drop(columns=["x", "r2", "points"])
+
+
+TOKEN_COMPONENT_COLUMNS = tuple(f"tokens_in_{c}" for c in TOKEN_COMPONENTS)
+"""``tokens_in_system`` ... ``tokens_in_tool_results``: they add up to ``tokens_in``."""
+
+
+def _components(unit: str) -> tuple[str, ...]:
+    if unit not in ("chars", "tokens"):
+        raise UserError(f"unit must be 'chars' or 'tokens', got {unit!r}")
+    return TOKEN_COMPONENT_COLUMNS if unit == "tokens" else COMPONENT_COLUMNS
+
+
+def with_token_components(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of a calls frame with ``tokens_in_<component>`` from each call's ``prefix``."""
+    import pandas as pd
+
+    chains = frame["prefix"] if "prefix" in frame else pd.Series(None, index=frame.index)
+    parts = [components(c) if isinstance(c, Prefix) else {} for c in chains]
+    split = pd.DataFrame.from_records(parts, index=frame.index, columns=list(TOKEN_COMPONENTS))
+    return frame.assign(**{f"tokens_in_{c}": split[c].astype(float) for c in TOKEN_COMPONENTS})
 
 
 def latency_series(data: Any, x: str = "n", mode: str | None = "mode") -> pd.DataFrame:
@@ -271,8 +333,11 @@ def latency_series(data: Any, x: str = "n", mode: str | None = "mode") -> pd.Dat
     Needs a `sweep` frame (it records ``wall_s`` and ``critical_s`` per run). Columns: the
     mode and x, ``runs``, ``model_calls``, ``wall_s``, ``critical_s`` (the critical-path lower
     bound: no orchestration of the same calls can be faster), ``latency_sum_s`` (every model
-    call one after another) and ``overhead_s`` (wall time above the bound).
+    call one after another), ``overhead_s`` (wall time above the bound) and ``ttft_s`` (the
+    mean time to the first token of a call, for streamed runs; NaN otherwise).
     """
+    import pandas as pd
+
     frame = calls_frame(data)
     if "wall_s" not in frame.columns:
         raise UserError(
@@ -285,5 +350,11 @@ def latency_series(data: Any, x: str = "n", mode: str | None = "mode") -> pd.Dat
     values = ["model_calls", "wall_s", "critical_s", "latency_s"]
     table = _per_config(runs, keys, values).rename(columns={"latency_s": "latency_sum_s"})
     table["overhead_s"] = table["wall_s"] - table["critical_s"]
+    if "ttft_s" in frame:
+        ttft = pd.to_numeric(frame["ttft_s"], errors="coerce")
+        means = grouped(frame.assign(ttft_s=ttft), keys)["ttft_s"].mean()
+        table["ttft_s"] = means.to_numpy() if keys else float(means.iloc[0])
+    else:
+        table["ttft_s"] = float("nan")
     table.attrs["params"] = keys
     return table

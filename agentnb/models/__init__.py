@@ -4,6 +4,7 @@ from ._http import Backoff
 from .base import ModelClient
 from .registry import model_from_spec, register_provider
 from .scripted import FunctionModel, Say, ScriptedModel, say, tool_call, usage
+from .settings import ModelSettings
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, ToolCall, ToolSpec, Usage
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
+    "ModelSettings",
     "OutputSchema",
     "Say",
     "ScriptedModel",

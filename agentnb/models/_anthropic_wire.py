@@ -17,10 +17,15 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from ._openai_wire import schema_instruction
+from ._openai_wire import _check_tool_name, schema_instruction
+from .settings import ModelSettings, unsupported
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
 
 StructuredMode = Literal["tool", "native", "prompt"]
+CacheMode = Literal["auto"] | None
+
+EPHEMERAL = {"type": "ephemeral"}
+"""The ``cache_control`` of a prompt-cache breakpoint (the default 5-minute cache)."""
 
 OUTPUT_TOOL = "final_answer"
 """The tool a structured answer is given through in ``"tool"`` mode."""
@@ -112,9 +117,16 @@ def output_tool_name(request: ModelRequest) -> str:
 
 
 def request_to_wire(
-    model: str, request: ModelRequest, mode: StructuredMode, max_tokens: int
+    model: str,
+    request: ModelRequest,
+    mode: StructuredMode,
+    max_tokens: int,
+    cache: CacheMode = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``messages.create`` for one request."""
+    """The keyword arguments of ``messages.create`` for one request.
+
+    ``cache="auto"`` marks prompt-cache breakpoints (`mark_breakpoints`).
+    """
     system = request.system
     schema: OutputSchema | None = request.output_schema
     if schema is not None and mode == "prompt":
@@ -148,7 +160,80 @@ def request_to_wire(
         body["output_config"] = {"format": {"type": "json_schema", "schema": schema.schema}}
     if tools:
         body["tools"] = tools
+    if request.settings is not None:
+        _apply_settings(body, request.settings, request, mode)
+    if cache == "auto":
+        mark_breakpoints(body)
     return body
+
+
+def _apply_settings(
+    body: dict[str, Any], settings: ModelSettings, request: ModelRequest, mode: StructuredMode
+) -> None:
+    """The Messages API's names for `ModelSettings` (raises `UserError` before any request)."""
+    if settings.seed is not None:
+        raise unsupported("The Anthropic Messages API", "seed", settings.seed, "it has no seed")
+    # The client's create() no longer takes sampling parameters as keywords (anthropic 2.x);
+    # they travel in extra_body, which the client merges into the request's JSON as they are.
+    sampling = {
+        name: getattr(settings, name)
+        for name in ("temperature", "top_p")
+        if getattr(settings, name) is not None
+    }
+    if settings.max_tokens is not None:
+        body["max_tokens"] = settings.max_tokens
+    if settings.stop is not None:
+        body["stop_sequences"] = list(settings.stop)
+    choice = settings.tool_choice
+    output_tool = request.output_schema is not None and mode == "tool"
+    if choice is not None and (request.tools or output_tool):
+        if choice == "none" and output_tool:
+            raise unsupported(
+                "Anthropic's structured output in 'tool' mode",
+                "tool_choice",
+                choice,
+                "the answer is given through a tool; use AnthropicModel(structured='native')",
+            )
+        if choice == "auto":
+            body["tool_choice"] = {"type": "auto"}
+        elif choice == "required":
+            body["tool_choice"] = {"type": "any"}
+        elif choice == "none":
+            body["tool_choice"] = {"type": "none"}
+        else:
+            _check_tool_name(choice, request, "The Anthropic Messages API")
+            body["tool_choice"] = {"type": "tool", "name": choice}
+    elif choice not in (None, "auto", "none"):
+        raise unsupported(
+            "The Anthropic Messages API", "tool_choice", choice, f"{request.agent} has no tools"
+        )
+    if settings.parallel_tool_calls is False and "tools" in body:
+        body["tool_choice"] = {
+            **body.get("tool_choice", {"type": "auto"}),
+            "disable_parallel_tool_use": True,
+        }
+    if sampling or settings.extra:
+        body["extra_body"] = {**sampling, **(settings.extra or {})}
+
+
+def mark_breakpoints(body: dict[str, Any]) -> None:
+    """Prompt-cache breakpoints where Anthropic's documentation puts them for an agent loop:
+    after the tool specs, after the system prompt, and on the last block of the history, so
+    each turn reads what the previous turn wrote and writes what it adds. The API caches the
+    prefix in the order tools, system, messages; three of its four breakpoints are used."""
+    tools = body.get("tools")
+    if tools:
+        tools[-1] = {**tools[-1], "cache_control": EPHEMERAL}
+    system = body.get("system")
+    if isinstance(system, str) and system:
+        body["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
+    messages = body.get("messages")
+    if messages:
+        last = messages[-1]
+        content = last["content"]
+        if isinstance(content, str):  # the API reads a string as one text block
+            content = [{"type": "text", "text": content}]
+        last["content"] = [*content[:-1], {**content[-1], "cache_control": EPHEMERAL}]
 
 
 _STOP: dict[str, StopReason] = {
@@ -208,7 +293,13 @@ def response_from_wire(message: Any, request: ModelRequest, mode: StructuredMode
     return ModelResponse(
         text=text,
         tool_calls=calls,
-        usage=Usage(_input_tokens(usage), getattr(usage, "output_tokens", None), 1),
+        usage=Usage(
+            _input_tokens(usage),
+            getattr(usage, "output_tokens", None),
+            1,
+            _count(getattr(usage, "cache_read_input_tokens", None)),
+            _count(getattr(usage, "cache_creation_input_tokens", None)),
+        ),
         stop_reason=stop,
         model=getattr(message, "model", None),
         events=events,
@@ -224,3 +315,7 @@ def _input_tokens(usage: Any) -> int | None:
         getattr(usage, "cache_read_input_tokens", None) or 0
     )
     return int(usage.input_tokens) + int(extra)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -15,6 +15,7 @@ import json
 import re
 from typing import Any, Literal
 
+from .settings import TOOL_CHOICES, ModelSettings, unsupported
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
 
 StructuredMode = Literal["json_schema", "json_object", "prompt"]
@@ -95,7 +96,51 @@ def request_to_wire(
         body["response_format"] = {"type": "json_object"}
     if request.max_output_tokens is not None:
         body[max_tokens_param] = request.max_output_tokens
+    if request.settings is not None:
+        _apply_settings(body, request.settings, request, max_tokens_param)
     return body
+
+
+def _apply_settings(
+    body: dict[str, Any], settings: ModelSettings, request: ModelRequest, max_tokens_param: str
+) -> None:
+    """Chat Completions' names for `ModelSettings` (raises `UserError` before any request)."""
+    for name in ("temperature", "top_p", "seed"):
+        value = getattr(settings, name)
+        if value is not None:
+            body[name] = value
+    if settings.max_tokens is not None:
+        body[max_tokens_param] = settings.max_tokens
+    if settings.stop is not None:
+        body["stop"] = list(settings.stop)
+    choice = settings.tool_choice
+    if choice is not None:
+        if not request.tools:  # the API refuses tool_choice without tools
+            if choice not in ("auto", "none"):
+                raise unsupported(
+                    "Chat Completions", "tool_choice", choice, f"{request.agent} has no tools"
+                )
+        elif choice in TOOL_CHOICES:
+            body["tool_choice"] = choice
+        else:
+            _check_tool_name(choice, request, "Chat Completions")
+            body["tool_choice"] = {"type": "function", "function": {"name": choice}}
+    if settings.parallel_tool_calls is not None and request.tools:
+        body["parallel_tool_calls"] = settings.parallel_tool_calls
+    if settings.extra:  # the client sends extra_body's fields in the request's JSON as they are
+        body["extra_body"] = dict(settings.extra)
+
+
+def _check_tool_name(choice: str, request: ModelRequest, provider: str) -> None:
+    names = [t.name for t in request.tools]
+    if choice not in names:
+        raise unsupported(
+            provider,
+            "tool_choice",
+            choice,
+            f"{request.agent} has no tool of that name (its tools: {', '.join(names)}; "
+            f"or one of {', '.join(TOOL_CHOICES)})",
+        )
 
 
 _STOP: dict[str, StopReason] = {
@@ -138,10 +183,26 @@ def response_from_wire(completion: Any) -> ModelResponse:
     return ModelResponse(
         text=text,
         tool_calls=calls,
-        usage=Usage(
-            getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None), 1
-        ),
+        usage=usage_from_wire(usage),
         stop_reason=stop,
         model=getattr(completion, "model", None),
         events=events,
     )
+
+
+def usage_from_wire(usage: Any) -> Usage:
+    """`Usage` from Chat Completions' ``usage`` (cached and reasoning details when reported)."""
+    prompt = getattr(usage, "prompt_tokens_details", None)
+    completion = getattr(usage, "completion_tokens_details", None)
+    return Usage(
+        getattr(usage, "prompt_tokens", None),
+        getattr(usage, "completion_tokens", None),
+        1,
+        _count(getattr(prompt, "cached_tokens", None)),
+        None,
+        _count(getattr(completion, "reasoning_tokens", None)),
+    )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -16,11 +16,17 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from ..errors import UserError
-from ._anthropic_wire import MalformedReply, StructuredMode, request_to_wire, response_from_wire
+from ._anthropic_wire import (
+    CacheMode,
+    MalformedReply,
+    StructuredMode,
+    request_to_wire,
+    response_from_wire,
+)
 from ._http import (
     Backoff,
     Failure,
@@ -32,6 +38,7 @@ from ._http import (
     retry_after,
     server_message,
 )
+from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -53,6 +60,8 @@ class AnthropicModel:
       call a ``final_answer`` tool whose input is the answer; every Claude model), ``"native"``
       (``output_config`` with the JSON schema; recent models) or ``"prompt"`` (an instruction).
     - ``params``: extra fields sent with every request (``temperature``, ``top_p``, ...).
+    - ``cache``: ``"auto"`` marks prompt-cache breakpoints after the tool specs, after the
+      system prompt and at the end of the history (docs/caching.md); ``None`` marks none.
     """
 
     def __init__(
@@ -70,6 +79,7 @@ class AnthropicModel:
         structured: StructuredMode = "tool",
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
+        cache: CacheMode = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise UserError(
@@ -79,6 +89,9 @@ class AnthropicModel:
         check_sending(max_concurrency, max_retries, timeout)
         if structured not in ("tool", "native", "prompt"):
             raise UserError(f"structured must be 'tool', 'native' or 'prompt', got {structured!r}")
+        if cache not in ("auto", None):
+            raise UserError(f"cache must be 'auto' or None, got {cache!r}")
+        self.cache: CacheMode = cache
         self.model = model
         self.name = name or model
         self.max_tokens = max_tokens
@@ -123,8 +136,11 @@ class AnthropicModel:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
-            body = request_to_wire(self.model, request, self.structured, self.max_tokens)
-            extra = {"extra_body": self.params} if self.params else {}
+            body = request_to_wire(
+                self.model, request, self.structured, self.max_tokens, self.cache
+            )
+            params = {**(self.params or {}), **body.pop("extra_body", {})}  # ModelSettings.extra
+            extra = {"extra_body": params} if params else {}
 
             async def attempt() -> Any:
                 return await client.messages.with_raw_response.create(
@@ -137,6 +153,14 @@ class AnthropicModel:
             return await self._slots.send(
                 attempt, self._failure, read, events, reply="a message", malformed=MalformedReply
             )
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The call streamed (its server-sent events): text and tool-call deltas, then the
+        response. Retried like `request` until the first delta; a stream broken after it (no
+        ``message_stop``) raises `agentnb.errors.StreamBroken`."""
+        from ._anthropic_stream import stream_message
+
+        return stream_message(self, request)
 
     def _failure(self, exc: Exception) -> Failure | None:
         import anthropic

@@ -1,4 +1,4 @@
-"""The model-client protocol: one async method, request in, response out."""
+"""The model-client protocol: one async method, request in, response out (streaming optional)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,10 @@ class ModelClient(Protocol):
 
     Implementations: `ScriptedModel`, `FunctionModel`, `OpenAIModel`, recordings and replays.
     ``name`` is shown in traces and price tables (for example ``"gpt-4o-mini"``).
+
+    A client may also offer ``stream(request)``, an async iterator of text and tool-call
+    deltas ending with the full `ModelResponse` (see `agentnb.models.deltas`); streamed runs
+    use it, and stream a client without it as one delta per response.
     """
 
     name: str

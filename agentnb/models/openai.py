@@ -18,7 +18,7 @@ The API key is read once, kept masked, and scrubbed from every message agentnb w
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 from ..errors import UserError
@@ -39,6 +39,7 @@ from ._openai_wire import (
     request_to_wire,
     response_from_wire,
 )
+from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
 KEY_ENV = "OPENAI_API_KEY"
@@ -141,7 +142,11 @@ class OpenAIModel:
                 body = request_to_wire(
                     self.model, request, mode, max_tokens_param=self._max_tokens_param
                 )
-                extra = {"extra_body": self.params} if self.params else {}
+                params = {
+                    **(self.params or {}),
+                    **body.pop("extra_body", {}),
+                }  # ModelSettings.extra
+                extra = {"extra_body": params} if params else {}
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
                 )
@@ -179,6 +184,14 @@ class OpenAIModel:
             if mode is not None and mode != self._mode:
                 self._mode = mode  # remember what this server accepts
             return response
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The call streamed (usage included): text and tool-call deltas, then the response.
+        Retried like `request` until the first delta; a stream broken after it (no finish
+        reason or no ``[DONE]``) raises `agentnb.errors.StreamBroken`."""
+        from ._openai_stream import stream_chat
+
+        return stream_chat(self, request)
 
     def _failure(self, exc: Exception) -> Failure | None:
         import openai

@@ -19,7 +19,9 @@ re-recording after a change gives a readable diff)::
 - ``request`` is the canonical request of `agentnb.models.canonical.request_payload`
   (system, messages, tools, output_schema): exactly what "characters sent" measures;
 - ``response`` is ``{"text", "tool_calls": [{"id","name","arguments"}], "usage":
-  {"input_tokens","output_tokens"}, "stop_reason", "model", "events"}``; ``events`` keeps the
+  {"input_tokens","output_tokens"}, "stop_reason", "model", "events"}``; ``usage`` also has
+  ``cached_input_tokens``, ``cache_write_tokens`` and ``reasoning_tokens`` when the provider
+  reported them; ``events`` keeps the
   adapter's retries but not its queue waits (those depend on the machine, not the model);
 - ``error`` replaces ``response`` for a call that failed with an `AgentRunError`, so a failed
   run replays as a failed run.
@@ -115,14 +117,24 @@ def _response_dict(response: ModelResponse) -> dict[str, Any]:
         "tool_calls": [
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
         ],
-        "usage": {
-            "input_tokens": response.usage.input_tokens,
-            "output_tokens": response.usage.output_tokens,
-        },
+        "usage": _usage_dict(response.usage),
         "stop_reason": response.stop_reason,
         "model": response.model,
         "events": [e for e in response.events if e.get("event") not in _UNSTABLE_EVENTS],
     }
+
+
+_USAGE_DETAILS = ("cached_input_tokens", "cache_write_tokens", "reasoning_tokens")
+"""Written only when the provider reported them, so older recordings read the same."""
+
+
+def _usage_dict(usage: Usage) -> dict[str, int | None]:
+    out = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    for name in _USAGE_DETAILS:
+        value = getattr(usage, name)
+        if value is not None:
+            out[name] = value
+    return out
 
 
 def _error_dict(exc: AgentRunError) -> dict[str, Any]:
@@ -151,7 +163,12 @@ class _Entry:
                 ToolCall(c["name"], c["arguments"], c.get("id", ""))
                 for c in r.get("tool_calls", [])
             ],
-            usage=Usage(r["usage"].get("input_tokens"), r["usage"].get("output_tokens"), 1),
+            usage=Usage(
+                r["usage"].get("input_tokens"),
+                r["usage"].get("output_tokens"),
+                1,
+                *(r["usage"].get(name) for name in _USAGE_DETAILS),
+            ),
             stop_reason=r.get("stop_reason", "stop"),
             model=r.get("model"),
             events=list(r.get("events", [])),

@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ScriptExhausted, UserError
+from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
 
 
@@ -103,6 +104,10 @@ class ScriptedModel(_RecordingModel):
     ``script`` is a list of steps, or a callable ``request -> step`` for replies that depend
     on what the model received. ``latency`` (seconds, or a callable ``request -> seconds``)
     is awaited before replying, to stand in for a network call.
+
+    Streamed (``agentnb.run_streamed``), a reply's text comes in pieces of ``chunk_chars``
+    characters (all at once when None), ``chunk_latency`` seconds apart, and each tool call
+    as one piece; the response at the end is the one `request` returns.
     """
 
     def __init__(
@@ -110,9 +115,19 @@ class ScriptedModel(_RecordingModel):
         script: Sequence[Step] | Callable[[ModelRequest], Step],
         latency: Latency = 0.0,
         *,
+        chunk_chars: int | None = None,
+        chunk_latency: float = 0.0,
         name: str = "scripted",
     ) -> None:
         super().__init__(latency, name)
+        if chunk_chars is not None and (
+            not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1
+        ):
+            raise UserError(f"chunk_chars must be a positive integer or None, got {chunk_chars!r}")
+        if not isinstance(chunk_latency, (int, float)) or chunk_latency < 0:
+            raise UserError(f"chunk_latency must be seconds >= 0, got {chunk_latency!r}")
+        self.chunk_chars = chunk_chars
+        self.chunk_latency = float(chunk_latency)
         if callable(script):
             self._fn: Callable[[ModelRequest], Step] | None = script
             self._steps: list[Step] = []
@@ -152,6 +167,21 @@ class ScriptedModel(_RecordingModel):
                 f"but holds {len(self._steps)}. Add a step (say(...) or tool_call(...)) or lower max_turns."
             )
         return to_response(self._steps[index])
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The reply of `request`, in pieces (see the class), then the whole response."""
+        response = await self.request(request)
+        text, size, pause = response.text or "", self.chunk_chars, self.chunk_latency
+        pieces = [text[i : i + size] for i in range(0, len(text), size)] if size else [text]
+        for i, piece in enumerate(p for p in pieces if p):
+            if i and pause:
+                await asyncio.sleep(pause)
+            yield TextChunk(piece)
+        for i, call in enumerate(response.tool_calls):
+            if pause and (text or i):
+                await asyncio.sleep(pause)
+            yield ToolCallChunk(i, call.name, call.arguments, call.id)
+        yield response
 
     def __repr__(self) -> str:
         size = "callable" if self._fn is not None else f"{len(self._steps)} steps"

@@ -7,9 +7,13 @@ recordings) convert these to and from a wire format; nothing above the adapters 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from .settings import ModelSettings
 
 Role = Literal["user", "assistant", "tool"]
 
@@ -99,6 +103,8 @@ class ModelRequest:
     agent: str = ""
     """The name of the agent making the call: for error messages and recordings, not sent."""
     max_output_tokens: int | None = None
+    settings: ModelSettings | None = None
+    """Sampling and tool-choice settings (`ModelSettings`); None: the provider's defaults."""
 
     @property
     def last_user_text(self) -> str:
@@ -118,12 +124,23 @@ class ModelRequest:
 class Usage:
     """Tokens reported by a provider. ``None`` means "not reported", never zero.
 
-    Adding two usages keeps ``None`` only where both sides are ``None``.
+    Adding two usages keeps ``None`` only where both sides are ``None``. The three detail
+    fields are parts of the totals, as the providers report them: cached and cache-write
+    tokens are part of ``input_tokens``, reasoning tokens part of ``output_tokens``.
     """
 
     input_tokens: int | None = None
+    """Every input token of the request, cache reads and writes included."""
     output_tokens: int | None = None
+    """Every generated token, reasoning included."""
     requests: int = 0
+    cached_input_tokens: int | None = None
+    """Input tokens served from the provider's prompt cache (OpenAI
+    ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens``)."""
+    cache_write_tokens: int | None = None
+    """Input tokens written to the prompt cache (Anthropic ``cache_creation_input_tokens``)."""
+    reasoning_tokens: int | None = None
+    """Output tokens spent reasoning (OpenAI ``completion_tokens_details.reasoning_tokens``)."""
 
     def add(self, other: Usage, *, requests: int | None = None) -> None:
         """Add ``other`` to this usage in place; ``requests`` (when given) is counted instead
@@ -131,18 +148,21 @@ class Usage:
         self.input_tokens = _add(self.input_tokens, other.input_tokens)
         self.output_tokens = _add(self.output_tokens, other.output_tokens)
         self.requests += other.requests if requests is None else requests
+        self.cached_input_tokens = _add(self.cached_input_tokens, other.cached_input_tokens)
+        self.cache_write_tokens = _add(self.cache_write_tokens, other.cache_write_tokens)
+        self.reasoning_tokens = _add(self.reasoning_tokens, other.reasoning_tokens)
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
             return NotImplemented
-        total = Usage(self.input_tokens, self.output_tokens, self.requests)
+        total = dataclasses.replace(self)
         total.add(other)
         return total
 
     def __radd__(self, other: object) -> Usage:
         # ``sum(usages)`` starts from 0
         if other == 0:
-            return Usage(self.input_tokens, self.output_tokens, self.requests)
+            return self + Usage()
         return NotImplemented
 
     @property

@@ -4,14 +4,18 @@
 from __future__ import annotations
 
 import inspect
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
 from pydantic import BaseModel
 
+from ..errors import UserError
 from ..models.registry import providers
 from ..runtime.agent import Agent
+from ..runtime.output import output_spec
+from ..runtime.result import RunResult
 from ..runtime.tools import BaseTool
 
 
@@ -99,21 +103,58 @@ def resolve_tools(text: str, ns: Mapping[str, Any], hidden: set[str]) -> list[An
     return tools
 
 
-def resolve_output(name: str, ns: Mapping[str, Any], hidden: set[str]) -> type[BaseModel]:
-    """``--output TYPE``: a pydantic model class from the namespace."""
-    choices = _choices(ns, hidden, is_pydantic)
+BUILTIN_OUTPUTS: dict[str, type] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list": list,
+    "dict": dict,
+}
+"""``--output`` names that need no variable."""
+
+
+def is_output_type(value: Any) -> bool:
+    """A type pydantic validates: a class, or a typing form such as ``list[int]``."""
+    if not (isinstance(value, type) or typing.get_origin(value) is not None):
+        return False
+    try:
+        output_spec(value)
+    except UserError:
+        return False
+    return True
+
+
+def resolve_output(name: str, ns: Mapping[str, Any], hidden: set[str]) -> Any:
+    """``--output TYPE``: a type from the namespace (a pydantic model, a dataclass, a
+    TypedDict, ``Scores = list[int]``, ...) or a builtin type name (str, int, float, ...)."""
+    if name in ns and is_output_type(ns[name]):
+        return ns[name]
+    if name not in ns and name in BUILTIN_OUTPUTS:
+        return BUILTIN_OUTPUTS[name]
+    choices = _choices(ns, hidden, is_output_type)
+    builtins = ", ".join(BUILTIN_OUTPUTS)
     if name not in ns:
         raise UsageError(
-            f"%%agent: unknown output type {name!r}; pydantic models in the namespace: {choices}"
+            f"%%agent: unknown output type {name!r}; types in the namespace: {choices}; "
+            f"or a builtin: {builtins}"
         )
-    value = ns[name]
-    if not is_pydantic(value):
-        raise UsageError(
-            f"%%agent: --output {name} is not a pydantic model (a BaseModel subclass); "
-            f"pydantic models in the namespace: {choices}"
-        )
-    model: type[BaseModel] = value
-    return model
+    raise UsageError(
+        f"%%agent: --output {name} is a {type(ns[name]).__name__}, not a type pydantic validates; "
+        f"types in the namespace: {choices}; or a builtin: {builtins}"
+    )
+
+
+def resolve_result(name: str, ns: Mapping[str, Any], hidden: set[str]) -> RunResult:
+    """``--continue PREV``: a `RunResult` from the namespace."""
+    value = ns.get(name)
+    if isinstance(value, RunResult):
+        return value
+    results = _choices(ns, hidden, lambda v: isinstance(v, RunResult))
+    what = "not defined" if name not in ns else f"a {type(value).__name__}, not a RunResult"
+    raise UsageError(
+        f"%%agent_run: --continue {name}: {name!r} is {what}; run results in the namespace: {results}"
+    )
 
 
 def the_agent(name: str, ns: Mapping[str, Any], hidden: set[str]) -> Agent:

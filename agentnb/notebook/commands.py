@@ -17,6 +17,7 @@ from ..runtime.agent import Agent
 from ..runtime.result import RunResult
 
 if TYPE_CHECKING:
+    from ..models.types import Message
     from .monitor import RunMonitor
 
 _TIMEOUTS: weakref.WeakKeyDictionary[Agent, float] = weakref.WeakKeyDictionary()
@@ -108,23 +109,28 @@ def summary(agent: Agent) -> str:
 
 def run_live(
     agent: Agent,
-    input: str,
+    input: str | list[Message],
     *,
     timeout: float | None = None,
     monitor: RunMonitor | bool = True,
     run_id: str | None = None,
+    stream: bool = True,
     **options: Any,
 ) -> RunResult:
     """Run ``agent`` from a notebook cell, blocking, with a live `RunMonitor` displayed above
     the result (``monitor=False`` for none, or pass your own).
 
-    The run happens on agentnb's background loop (`agentnb.run_sync`), so it works while
-    Jupyter's own loop is running, and Kernel -> Interrupt cancels every sub-agent and
-    returns the partial result (``ok=False``, `RunCancelled`). Does not display the result:
-    the caller does (``%%agent_run`` does). ``run_id`` fixes the run's id (random otherwise),
-    which keeps its log lines the same from one execution of a notebook to the next.
+    The run happens on agentnb's background loop (`agentnb.run_sync`, or `agentnb.stream_sync`
+    when ``stream``), so it works while Jupyter's own loop is running, and Kernel -> Interrupt
+    cancels every sub-agent and returns the partial result (``ok=False``, `RunCancelled`).
+    Streamed, the monitor shows each agent's text as its model writes it, and every call has
+    its ``ttft_s``. Does not display the result: the caller does (``%%agent_run`` puts it in
+    the monitor's place, `RunMonitor.replace`). ``run_id`` fixes the run's id (random
+    otherwise), which keeps its log lines the same from one execution of a notebook to the next.
     """
     from ..runtime import run_sync
+    from ..runtime.events import RunEnded
+    from ..runtime.streaming import stream_sync
 
     if timeout is None:
         timeout = agent_timeout(agent)
@@ -133,9 +139,19 @@ def run_live(
     if shown is not None:
         listeners.append(shown.listener)
     try:
-        result: RunResult = run_sync(
-            agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
-        )
+        if not stream:
+            result: RunResult = run_sync(
+                agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
+            )
+        else:
+            events = stream_sync(
+                agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
+            )
+            for event in events:
+                if shown is not None:
+                    shown.on_event(event)
+                if isinstance(event, RunEnded):
+                    result = event.result
     except UserError:  # the run never started (e.g. no API key): no monitor left waiting
         if shown is not None:
             shown.close()

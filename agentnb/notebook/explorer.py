@@ -106,6 +106,9 @@ class TraceExplorer(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untype
                     ("waited in queue", seconds(row.wait_s)),
                     ("retries", count(row.retries)),
                 ]
+                ttft = row.ttft_s
+                if ttft == ttft:  # NaN: the call was not streamed
+                    facts.append(("first token after", seconds(ttft)))
         cells = "".join(
             f"<tr><td>{html.escape(k)}</td><td style='text-align:right'>{html.escape(str(v))}</td></tr>"
             for k, v in facts

@@ -15,11 +15,12 @@ from typing import Any, NoReturn
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
-from traitlets import CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from ..errors import UserError
+from ..models.types import Message
 from . import commands
-from ._names import resolve_model, resolve_output, resolve_tools, the_agent
+from ._names import resolve_model, resolve_output, resolve_result, resolve_tools, the_agent
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,7 +39,10 @@ def _options(parser: argparse.ArgumentParser) -> str:
 
 
 def _parser(name: str, options: list[tuple[tuple[str, ...], dict[str, Any]]]) -> _Parser:
-    shown = " ".join(f"[{flags[0]} {kwargs['metavar']}]" for flags, kwargs in options)
+    shown = " ".join(
+        f"[{flags[0]} {kwargs['metavar']}]" if "metavar" in kwargs else f"[{flags[0]}]"
+        for flags, kwargs in options
+    )
     parser = _Parser(prog=name, usage=f"{name} NAME {shown}", add_help=False, allow_abbrev=False)
     parser.add_argument("name", metavar="NAME")
     for flags, kwargs in options:
@@ -84,6 +88,8 @@ AGENT_RUN = _parser(
         (("-o", "--out"), {"metavar": "VAR", "dest": "out"}),
         (("--timeout",), {"metavar": "S", "type": _positive(float)}),
         (("--run-id",), {"metavar": "ID", "type": _run_id, "dest": "run_id"}),
+        (("--continue",), {"metavar": "PREV", "dest": "previous"}),
+        (("--no-stream",), {"action": "store_true", "dest": "no_stream"}),
     ],
 )
 
@@ -129,6 +135,13 @@ class AgentMagics(Magics):
         "(not in a terminal).",
     )
 
+    stream = Bool(
+        True,
+        config=True,
+        help="Stream %%agent_run (the live monitor shows each agent's text as it is written); "
+        "--no-stream turns it off for one cell.",
+    )
+
     @property
     def namespace(self) -> dict[str, Any]:
         return self.shell.user_ns if self.shell is not None else {}
@@ -166,14 +179,22 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent_run(self, line: str, cell: str) -> None:
-        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID]
+        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--no-stream]
 
         Runs agent NAME on the cell body ({identifier} interpolated from the namespace), with
         a live monitor, and displays the result; -o VAR stores the RunResult in VAR. --run-id
-        fixes the run id (random otherwise), so the log lines are the same on every run."""
+        fixes the run id (random otherwise), so the log lines are the same on every run.
+        --continue PREV sends the conversation of the earlier result PREV, then the cell body.
+        Agents without a model (sub-agents included) use ``AgentMagics.default_model``.
+        Streamed (the default), the monitor shows each agent's text as it is written and the
+        result then takes its place; --no-stream shows the monitor's last state above it."""
         args = parse(AGENT_RUN, line)
-        ns = self.namespace
-        agent = the_agent(args.name, ns, self.hidden())
+        ns, hidden = self.namespace, self.hidden()
+        agent = the_agent(args.name, ns, hidden)
+        previous = resolve_result(args.previous, ns, hidden) if args.previous else None
+        options: dict[str, Any] = {}
+        if self.default_model is not None:
+            options["model"] = resolve_model(self.default_model, ns, hidden)
         if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
             raise UsageError(f"%%agent_run: -o needs a Python identifier, got {args.out!r}")
         try:
@@ -185,17 +206,35 @@ class AgentMagics(Magics):
                 "%%agent_run: the cell body is the input to the agent, and it is empty"
             )
         timeout = args.timeout or commands.agent_timeout(agent) or self.timeout
+        input: str | list[Message] = text
+        if previous is not None:
+            input = [*previous.to_input_list(), Message.user(text)]
+        stream = self.stream and not args.no_stream
+        monitor: Any = False
+        if self._live():
+            from .monitor import RunMonitor
+
+            monitor = RunMonitor(agent.name)
         try:
             result = commands.run_live(
-                agent, text, timeout=timeout, monitor=self._live(), run_id=args.run_id
+                agent,
+                input,
+                timeout=timeout,
+                monitor=monitor,
+                run_id=args.run_id,
+                stream=stream,
+                **options,
             )
         except UserError as exc:  # e.g. an agent whose model spec cannot be resolved
             raise UsageError(f"%%agent_run: {_one_line(exc)}") from None
         if args.out is not None:
             ns[args.out] = result
-        from IPython.display import display
+        if monitor is not False and stream:
+            monitor.replace(result)  # the final result takes the live view's place
+        else:
+            from IPython.display import display
 
-        display(result)  # type: ignore[no-untyped-call]
+            display(result)  # type: ignore[no-untyped-call]
 
     def _live(self) -> bool:
         if self.live == "auto":

@@ -23,8 +23,12 @@ import ipywidgets as widgets
 from ..trace.span_tree import count, plural
 
 if TYPE_CHECKING:
+    from ..runtime.events import Event
     from ..runtime.result import RunResult
     from ..trace.spans import Span
+
+TEXT_SHOWN = 400
+"""The last characters of an agent's text shown while it is being written."""
 
 
 @dataclass
@@ -41,6 +45,8 @@ class AgentRow:
     calls: list[Span] = field(default_factory=list)
     """Its finished model calls: their sizes are read when drawing (they are filled in just
     after the span ends)."""
+    text: str = ""
+    """What its model is writing now (a streamed run): the current call's text."""
 
     @property
     def chars_in(self) -> int:
@@ -52,7 +58,8 @@ class AgentRow:
 
 class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """Live progress of a run: ``display(monitor)`` then run with ``listeners=[monitor.listener]``
-    (`agentnb.notebook.run_live` and ``%%agent_run`` do both)."""
+    (`agentnb.notebook.run_live` and ``%%agent_run`` do both). In a streamed run, give it the
+    events too (`on_event`): each agent's row then shows the text its model is writing."""
 
     def __init__(self, title: str = "run", *, interval: float = 0.1, tick: float = 0.5) -> None:
         self.title = title
@@ -80,6 +87,33 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             self._record(event, span)
         self._schedule(final=event == "end" and span.kind == "run")
 
+    def on_event(self, event: Event) -> None:
+        """A streamed run's event (from any thread): text deltas are shown under their agent.
+        Redraws at most once per ``interval``; the tick the listener keeps going while the run
+        lasts draws what came in between."""
+        from ..runtime.events import TextDelta
+
+        if not isinstance(event, TextDelta):
+            return
+        with self._lock:
+            row = self.rows.get(event.path)
+            if row is None:
+                return
+            row.text += event.text
+            row.activity = "writing"
+            due = time.perf_counter() - self._last_draw >= self.interval
+        if due:
+            self.redraw()
+
+    def replace(self, obj: object) -> None:
+        """Show ``obj`` (the run's result) in the monitor's place: it is displayed, and the
+        monitor is closed, which removes its view from the page. The cell's outputs stay a
+        widget and a result, as without streaming, so a saved notebook compares the same."""
+        from IPython.display import display
+
+        display(obj)  # type: ignore[no-untyped-call]
+        self.close()
+
     def _record(self, event: str, span: Span) -> None:
         now = time.perf_counter()
         if span.kind == "run":
@@ -103,7 +137,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             return
         if span.kind == "model_call":
             if event == "start":
-                row.activity = "waiting for the model"
+                row.activity, row.text = "waiting for the model", ""
             else:
                 row.calls.append(span)
                 row.activity = ""
@@ -183,7 +217,7 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
             f'<td style="text-align:right">{r.elapsed(now):.1f} s</td>'
             f'<td style="text-align:right">{len(r.calls)}</td>'
             f'<td style="text-align:right">{count(r.chars_in)}</td>'
-            "</tr>"
+            f"</tr>{_text_row(r)}"
             for r in self.rows.values()
         )
         table = (
@@ -209,6 +243,12 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                 for r in self.rows.values()
             ]
 
+    def text_of(self, path: str) -> str:
+        """The text shown for the agent at ``path`` (what its model last wrote, streamed)."""
+        with self._lock:
+            row = self.rows.get(path)
+            return row.text if row is not None else ""
+
     def close(self) -> None:
         """Remove the monitor and its view from the front end."""
         self._view.close()
@@ -216,6 +256,18 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
 
     def __repr__(self) -> str:  # the text/plain nbval compares: nothing that changes per run
         return f"RunMonitor({self.title!r})"
+
+
+def _text_row(row: AgentRow) -> str:
+    """The text an agent's model is writing, under its row (its path, for a sub-agent)."""
+    if not row.text:
+        return ""
+    text = row.text if len(row.text) <= TEXT_SHOWN else "…" + row.text[-TEXT_SHOWN:]
+    where = f'<span style="color:#57606a">{_esc(row.path)}:</span> ' if row.depth else ""
+    return (
+        f'<tr><td colspan="6" class="agentnb-monitor-text" style="padding-left:'
+        f'{1.5 + 1.2 * row.depth:.1f}em;white-space:pre-wrap;color:#24292f">{where}{_esc(text)}</td></tr>'
+    )
 
 
 def _esc(value: object) -> str:

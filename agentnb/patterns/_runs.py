@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunTimeout, UserError
+from ..models.base import ModelClient
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.context import RunContext
@@ -33,11 +34,13 @@ def clock() -> float:
     return time.perf_counter()
 
 
-def check_agent(agent: Any, where: str) -> Agent:
-    """An Agent with a usable model, or a `UserError` saying which part is wrong."""
+def check_agent(agent: Any, where: str, model: ModelClient | str | None = None) -> Agent:
+    """An Agent with a usable model (its own, or the pattern's ``model=``), or a `UserError`
+    saying which part is wrong."""
     if not isinstance(agent, Agent):
         raise UserError(f"{where} must be an Agent, got {type(agent).__name__}")
-    resolve_model(agent)
+    if model is None or agent.model is not None:
+        resolve_model(agent)
     return agent
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..models.base import ModelClient
+from ..models.settings import ModelSettings
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
 from ..runtime.options import RunOptions
@@ -118,15 +120,25 @@ async def chain(
     timeout: float | None = None,
     artifacts: dict[str, str] | None = None,
     deps: Any = None,
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> ChainResult:
     """Run ``agents`` in order: the first on ``input``, each next one on the previous output.
 
     Structured outputs are handed on as their JSON. ``timeout`` and ``limits`` apply to each
-    stage separately; ``artifacts`` are attached to every stage's run.
+    stage separately; ``artifacts`` are attached to every stage's run. ``model`` and
+    ``model_settings`` are as in `agentnb.run`, for every stage.
     """
-    stages = _stages(agents)
+    stages = _stages(agents, model)
     _runs.check_timeout(timeout, "chain")
-    options = RunOptions(limits=limits, timeout=timeout, artifacts=artifacts, deps=deps)
+    options = RunOptions(
+        limits=limits,
+        timeout=timeout,
+        artifacts=artifacts,
+        deps=deps,
+        model=model,
+        model_settings=model_settings,
+    )
     t0 = _runs.clock()
     results: dict[str, RunResult] = {}
     current: _runs.Input = input
@@ -139,7 +151,9 @@ async def chain(
     return ChainResult(list(stages), results, _runs.clock() - t0)
 
 
-def _stages(agents: Sequence[Agent] | Mapping[str, Agent]) -> dict[str, Agent]:
+def _stages(
+    agents: Sequence[Agent] | Mapping[str, Agent], model: ModelClient | str | None
+) -> dict[str, Agent]:
     if isinstance(agents, Mapping):
         stages = dict(agents)
     elif isinstance(agents, Sequence) and not isinstance(agents, str):
@@ -156,5 +170,5 @@ def _stages(agents: Sequence[Agent] | Mapping[str, Agent]) -> dict[str, Agent]:
     if not stages:
         raise UserError("chain() needs at least one agent")
     for name, agent in stages.items():
-        _runs.check_agent(agent, f"chain(): stage {name!r}")
+        _runs.check_agent(agent, f"chain(): stage {name!r}", model)
     return stages

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..models.base import ModelClient
+from ..models.settings import ModelSettings
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
 from ..runtime.options import RunOptions
@@ -115,6 +117,8 @@ async def parallel(
     max_concurrency: int | None = None,
     artifacts: dict[str, str] | None = None,
     deps: Any = None,
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> FanOut:
     """Run every agent on ``input`` concurrently and collect each answer.
 
@@ -122,9 +126,10 @@ async def parallel(
     for every branch, or a mapping branch -> input. ``timeout`` is each branch's own limit, in
     seconds, counted from when the branch starts; ``limits`` apply to each branch separately.
     ``max_concurrency`` caps how many branches run at once (for rate-limited endpoints); the
-    others wait for a slot, and their timeout starts when they get one.
+    others wait for a slot, and their timeout starts when they get one. ``model`` and
+    ``model_settings`` are as in `agentnb.run`, for every branch.
     """
-    branches = _branches(agents)
+    branches = _branches(agents, model)
     inputs = _inputs(input, branches)
     _runs.check_timeout(timeout, "parallel")
     if max_concurrency is not None and (
@@ -135,7 +140,14 @@ async def parallel(
         raise UserError(
             f"parallel(max_concurrency=...) must be a positive integer or None, got {max_concurrency!r}"
         )
-    options = RunOptions(limits=limits, timeout=timeout, artifacts=artifacts, deps=deps)
+    options = RunOptions(
+        limits=limits,
+        timeout=timeout,
+        artifacts=artifacts,
+        deps=deps,
+        model=model,
+        model_settings=model_settings,
+    )
     t0 = _runs.clock()
     contexts = {  # every argument checked before any branch starts
         name: _runs.prepare(agent, inputs[name], options, t0=t0) for name, agent in branches.items()
@@ -154,7 +166,9 @@ async def parallel(
     return FanOut(list(branches), results, missing, timeout, max_concurrency, _runs.clock() - t0)
 
 
-def _branches(agents: Mapping[str, Agent] | Sequence[Agent]) -> dict[str, Agent]:
+def _branches(
+    agents: Mapping[str, Agent] | Sequence[Agent], model: ModelClient | str | None
+) -> dict[str, Agent]:
     if isinstance(agents, Mapping):
         branches = dict(agents)
     elif isinstance(agents, Sequence) and not isinstance(agents, str):
@@ -173,7 +187,7 @@ def _branches(agents: Mapping[str, Agent] | Sequence[Agent]) -> dict[str, Agent]
     for name, agent in branches.items():
         if not isinstance(name, str) or not name:
             raise UserError(f"parallel(): branch names must be non-empty strings, got {name!r}")
-        _runs.check_agent(agent, f"parallel(): branch {name!r}")
+        _runs.check_agent(agent, f"parallel(): branch {name!r}", model)
     return branches
 
 

@@ -25,6 +25,7 @@ from ..runtime.agent import Agent
 from ..runtime.agent_tool import AgentTool
 from ..runtime.handoffs import Handoff, HandoffConfig
 from ..runtime.runner import run
+from ..runtime.team import TeamTool
 from .chain import ChainResult, chain
 
 Kind = Literal["star", "hierarchy", "chain", "mesh"]
@@ -63,10 +64,15 @@ class Topology:
         out: list[tuple[str, str, str]] = []
         for agent in self.agents:
             for item in agent.tools:
-                if isinstance(item, AgentTool) and item.agent is not None:
-                    out.append((agent.name, item.agent.name, "tool"))
-                elif isinstance(item, Agent):
+                if isinstance(item, Agent):
                     out.append((agent.name, item.name, "tool"))
+                    continue
+                members = item.members if isinstance(item, TeamTool) else (item,)
+                out.extend(
+                    (agent.name, m.agent.name, "tool")
+                    for m in members
+                    if isinstance(m, AgentTool) and m.agent is not None
+                )
             for h in agent.handoffs:
                 out.append(
                     (agent.name, (h.target if isinstance(h, Handoff) else h).name, "handoff")

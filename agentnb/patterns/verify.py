@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
+from ..models.base import ModelClient
+from ..models.settings import ModelSettings
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
@@ -185,15 +187,18 @@ async def verify_loop(
     limits: Limits | None = None,
     timeout: float | None = None,
     verifier_input: Callable[[str, str], str] = verifier_request,
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
 ) -> VerifyResult:
     """Draft, verify, rewrite — at most ``max_rounds`` drafts; see `VerifyResult`.
 
     The verifier answers with `Verification` unless its ``output_type`` is another model with
     ``outcome`` and ``problems`` fields. ``verifier_input(task, draft)`` builds its input.
-    ``limits`` and ``timeout`` apply to each run (each draft, each check) separately.
+    ``limits`` and ``timeout`` apply to each run (each draft, each check) separately;
+    ``model`` and ``model_settings`` are as in `agentnb.run`, for both agents.
     """
-    _runs.check_agent(writer, "verify_loop(writer)")
-    _runs.check_agent(verifier, "verify_loop(verifier)")
+    _runs.check_agent(writer, "verify_loop(writer)", model)
+    _runs.check_agent(verifier, "verify_loop(verifier)", model)
     _runs.check_timeout(timeout, "verify_loop")
     if not isinstance(task, str) or not task.strip():
         raise UserError("verify_loop(task) must be the task as non-empty text")
@@ -202,7 +207,7 @@ async def verify_loop(
             f"verify_loop(max_rounds=...) must be a positive integer, got {max_rounds!r}"
         )
     checker = _with_verification_type(verifier)
-    options = RunOptions(limits=limits, timeout=timeout)
+    options = RunOptions(limits=limits, timeout=timeout, model=model, model_settings=model_settings)
     t0 = _runs.clock()
     rounds: list[Round] = []
     conversation: _runs.Input = task

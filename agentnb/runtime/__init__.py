@@ -4,30 +4,55 @@ from ._loop import main_thread_blocked, run_sync
 from .agent import Agent
 from .agent_tool import AgentTool
 from .context import Limits, RunContext
+from .events import (
+    AgentEnded,
+    AgentStarted,
+    HandoffEvent,
+    RunEnded,
+    TextDelta,
+    ToolCallEnded,
+    ToolCallStarted,
+)
 from .handoffs import Handoff, HandoffConfig
+from .hooks import Hooks
 from .options import RunOptions
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
 from .runner import run
+from .streaming import RunStream, run_streamed, stream_sync
+from .team import TeamTool, team
 from .tools import Tool, ToolCallContext, tool
 from .transfer import Transfer
 
 __all__ = [
     "Agent",
+    "AgentEnded",
+    "AgentStarted",
     "AgentTool",
     "Handoff",
     "HandoffConfig",
+    "HandoffEvent",
+    "Hooks",
     "Limits",
     "PromptSection",
     "RunContext",
     "RunOptions",
+    "RunEnded",
     "RunResult",
+    "TeamTool",
+    "RunStream",
+    "TextDelta",
     "Tool",
     "ToolCallContext",
+    "ToolCallEnded",
+    "ToolCallStarted",
     "Transfer",
     "assemble_prompt",
     "main_thread_blocked",
     "run",
+    "run_streamed",
     "run_sync",
+    "team",
+    "stream_sync",
     "tool",
 ]

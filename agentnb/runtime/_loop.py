@@ -12,7 +12,8 @@ import asyncio
 import concurrent.futures
 import inspect
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..errors import UserError
@@ -137,3 +138,16 @@ def main_thread_blocked() -> bool:
     """Whether the main thread is blocked in `wait` now. In Jupyter the main thread is the
     kernel's: while it blocks, widget clicks cannot reach Python (see `runtime.approval`)."""
     return _main_blocked > 0
+
+
+@contextmanager
+def blocking() -> Iterator[None]:
+    """Count the calling thread as waiting on the background loop while inside (see
+    `main_thread_blocked`): for waits other than `wait`, such as a stream read in a cell."""
+    global _main_blocked
+    on_main = threading.current_thread() is threading.main_thread()
+    _main_blocked += on_main
+    try:
+        yield
+    finally:
+        _main_blocked -= on_main

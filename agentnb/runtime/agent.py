@@ -2,37 +2,35 @@
 
 from __future__ import annotations
 
-import re
-import types
-import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
-from pydantic import BaseModel, TypeAdapter
-
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..models.types import OutputSchema
-from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, clean_schema, function_tool
+from ..models.settings import ModelSettings, check_settings
+from .guardrails import Guardrail, as_guardrails
+from .output import OutputSpec, output_spec
+from .settings import ToolUseBehavior, check_behavior
+from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, function_tool
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from .agent_tool import AgentTool, NeedsApproval
     from .context import RunContext
-    from .handoffs import Handoff
+    from .hooks import Hooks
     from .prompt import PromptSection
     from .result import RunResult
     from .state import AgentRun
 
 
-Instructions = Union[str, Sequence[Union["PromptSection", str]], Callable[[Any], str]]  # noqa: UP007
-"""A system prompt: text, prompt sections (`PromptSection` or text), or ``fn(context) -> str``."""
+Instructions = Union[str, Sequence[Union["PromptSection", str]], Callable[..., Any]]  # noqa: UP007
+"""A system prompt: text, prompt sections (`PromptSection` or text), or a function (sync or
+async) ``(ctx) -> str`` or ``(ctx, agent) -> str``."""
 
 ToolLike = Union[BaseTool, "Agent", Callable[..., Any]]  # noqa: UP007
 """What ``Agent(tools=...)`` takes: a function (made a tool), a `Tool`, or an agent (``as_tool()``)."""
-
-OutputType = Union[type[BaseModel], types.UnionType]  # noqa: UP007
-"""A pydantic model class, or a union of them (``Approve | Reject``)."""
 
 
 class Route(Protocol):
@@ -52,23 +50,39 @@ class Agent:
     name: str
     """Shown in traces and paths; also the default tool name when the agent becomes a tool."""
     instructions: Instructions = ""
-    """The system prompt: a string, a list of `PromptSection`, or a callable ``context -> str``."""
+    """The system prompt: a string, a list of `PromptSection`, or a function (sync or async)
+    ``(ctx) -> str`` or ``(ctx, agent) -> str`` called at the start of each run of the agent."""
     model: ModelClient | str | None = None
     """A model client, or a spec string such as ``"openai:gpt-4o-mini"``."""
     tools: Sequence[ToolLike] = field(default_factory=list)
     """Functions (made tools), `Tool` objects, and agents (made tools with ``as_tool()``)."""
-    output_type: OutputType | None = None
-    """A pydantic model (or a union of them): the final answer is validated against it."""
+    output_type: Any = None
+    """Any type pydantic validates (a model, ``int``, ``list[X]``, ``Literal[...]``, a union,
+    a dataclass, a TypedDict): the final answer is validated against it. None or ``str``: text.
+    Typed ``Any`` because a type form (``list[int]``, ``A | B``) is not a ``type`` to mypy."""
     max_turns: int = 10
     """Model calls this agent may make in one run before it is stopped."""
-    handoffs: Sequence[Agent | Handoff] = field(default_factory=list)
-    """Agents (or `Handoff` objects) this agent may transfer the conversation to."""
+    handoffs: Any = field(default_factory=list)
+    """Agents (or `Handoff` objects) this agent may transfer the conversation to; or a
+    `HandoffRoute`, which is the same as ``route=``."""
     description: str = ""
     """What the agent does, in a sentence: the default description when it becomes a tool."""
     output_retries: int = 1
     """How many times a final answer that fails ``output_type`` is re-asked before the run fails."""
     route: Route | None = None
     """A `HandoffRoute`: routes this agent's structured output to another agent in code."""
+    model_settings: ModelSettings | None = None
+    """Temperature, tool choice, ...: see `ModelSettings` (``run(model_settings=...)`` overrides)."""
+    tool_use_behavior: ToolUseBehavior = "run_llm_again"
+    """``"run_llm_again"`` (the default), ``"stop_on_first_tool"`` or ``StopAtTools(...)``: with
+    a stop, the first (or a named) tool's result is the agent's output, with no further call."""
+    input_guardrails: Sequence[Guardrail | Callable[..., Any]] = ()
+    """Checks of the agent's input (see `agentnb.GuardrailResult`); by default alongside the
+    first model call, which a tripwire cancels."""
+    output_guardrails: Sequence[Guardrail | Callable[..., Any]] = ()
+    """Checks of the agent's final, validated output."""
+    hooks: Hooks | None = None
+    """`agentnb.Hooks` that see this agent only (``run(..., hooks=...)`` sees every agent)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -76,16 +90,41 @@ class Agent:
         if not isinstance(self.max_turns, int) or self.max_turns < 1:
             raise UserError(f"max_turns must be a positive integer, got {self.max_turns!r}")
         self.tools = list(self.tools)
-        self.handoffs = list(self.handoffs)
+        self.handoffs = self._split_route(self.handoffs)
+        check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
+        check_behavior(self.tool_use_behavior, self.name)
+        self.input_guardrails = as_guardrails(self.input_guardrails, "input_guardrails")
+        self.output_guardrails = as_guardrails(self.output_guardrails, "output_guardrails")
         if (
             self.route is not None
             and self.output_type is None
             and hasattr(self.route, "output_type")
         ):
             self.output_type = self.route.output_type()  # a HandoffRoute: Respond | its intents
-        if self.output_type is not None:
-            check_output_type(self.output_type)
+        self.output_adapter()  # fail now on an output type pydantic cannot handle
+        if self.hooks is not None:
+            check_hooks(self.hooks, f"Agent({self.name!r}, hooks=...)")
         self.tool_map()  # fail now on duplicate or unusable tools
+
+    def _split_route(self, handoffs: Any) -> list[Any]:
+        """``handoffs=HandoffRoute(...)`` is ``route=``: the route moves there."""
+        items = [handoffs] if _is_route(handoffs) else list(handoffs)
+        routes = [h for h in items if _is_route(h)]
+        if not routes:
+            return items
+        if len(items) > 1:
+            raise UserError(
+                f"Agent {self.name!r}: handoffs mixes a HandoffRoute with other handoffs; give "
+                "either a HandoffRoute (routed in code) or a list of agents / Handoffs (chosen by "
+                "the model), not both."
+            )
+        if self.route is not None and self.route is not routes[0]:
+            raise UserError(
+                f"Agent {self.name!r}: a HandoffRoute is given both as handoffs= and as route=; "
+                "give it once."
+            )
+        self.route = routes[0]
+        return []
 
     # -- derived configuration, computed when needed (tools may be assigned after construction)
 
@@ -108,6 +147,8 @@ class Agent:
         return tools
 
     def system_prompt(self, context: Any = None) -> str:
+        """The system prompt now (a synchronous callable only: the run loop uses
+        `agentnb.runtime.instructions.system_prompt`, which also awaits async ones)."""
         instructions = self.instructions
         if callable(instructions):
             return str(instructions(context))
@@ -117,24 +158,14 @@ class Agent:
             return assemble_prompt(instructions)
         return str(instructions or "")
 
-    def output_adapter(self) -> tuple[TypeAdapter[Any], OutputSchema] | None:
-        if self.output_type is None:
-            return None
-        cached: tuple[Any, tuple[TypeAdapter[Any], OutputSchema]] | None = self.__dict__.get(
-            "_output_cache"
-        )
+    def output_adapter(self) -> OutputSpec | None:
+        """How the final answer is requested and validated (None: plain text)."""
+        cached: tuple[Any, OutputSpec | None] | None = self.__dict__.get("_output_cache")
         if cached is not None and cached[0] is self.output_type:
             return cached[1]
-        output_type: Any = self.output_type  # a class or a union: pydantic takes both
-        adapter: TypeAdapter[Any] = TypeAdapter(output_type)
-        union = _is_union(self.output_type)
-        members = typing.get_args(self.output_type) if union else (self.output_type,)
-        # one model: "verdict"; a union: "refusal_or_approval"
-        name = "_or_".join(_snake(getattr(m, "__name__", "output")) for m in members)
-        name = name if len(name) <= 64 else "output"  # providers cap a schema's name at 64
-        schema = OutputSchema(name, clean_schema(adapter.json_schema()))
-        self.__dict__["_output_cache"] = (self.output_type, (adapter, schema))
-        return adapter, schema
+        spec = output_spec(self.output_type)
+        self.__dict__["_output_cache"] = (self.output_type, spec)
+        return spec
 
     def as_tool(
         self,
@@ -149,6 +180,9 @@ class Agent:
         input_builder: Callable[[Any, RunContext], str] | None = None,
         extractor: Callable[[RunResult], str] | None = None,
         needs_approval: NeedsApproval = False,
+        input_guardrails: Sequence[Callable[..., Any]] | None = None,
+        output_guardrails: Sequence[Callable[..., Any]] | None = None,
+        propagate_guardrails: bool = False,
     ) -> AgentTool:
         """This agent as a tool another agent can call, governed at the boundary.
 
@@ -174,7 +208,14 @@ class Agent:
             extractor: ``fn(result) -> str``: what goes back to the caller from the sub-agent's
                 `RunResult` (default: its output as text).
             needs_approval: ``True`` to ask the run's approver before every call, or
-                ``fn(pending) -> bool`` to decide per call; see `agentnb.Approval`.
+                ``fn(ctx, arguments) -> bool`` (or ``fn(pending) -> bool``) to decide per
+                call; see `agentnb.Approval`.
+            input_guardrails: Tool guardrails ``fn(ctx, tool_name, arguments)`` run before
+                each call (see `agentnb.ToolGuardrail`).
+            output_guardrails: Tool guardrails ``fn(ctx, tool_name, arguments, result)`` run
+                on the answer before the caller reads it.
+            propagate_guardrails: A guardrail tripped inside the sub-agent ends the whole run
+                instead of becoming ``ERROR: ...`` text for the caller.
 
         Raises:
             UserError: an option has a value it does not accept.
@@ -193,6 +234,9 @@ class Agent:
             input_builder=input_builder,
             extractor=extractor,
             needs_approval=needs_approval,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
+            propagate_guardrails=propagate_guardrails,
         )
 
     def clone(self, **changes: Any) -> Agent:
@@ -228,21 +272,18 @@ def _handoff_tool(item: Any) -> BaseTool:
     return handoff.tool()
 
 
-def check_output_type(output_type: Any) -> None:
-    """An output type must be a pydantic model or a union of them."""
-    members = typing.get_args(output_type) if _is_union(output_type) else (output_type,)
-    for member in members:
-        if not (isinstance(member, type) and issubclass(member, BaseModel)):
-            raise UserError(
-                f"output_type must be a pydantic model (a BaseModel subclass) or a union of them, "
-                f"got {member!r}. Define `class Answer(BaseModel): ...` and pass output_type=Answer."
-            )
+def _is_route(value: Any) -> bool:
+    """A `HandoffRoute` (from the patterns layer, recognised by what the run loop calls)."""
+    return hasattr(value, "apply") and hasattr(value, "output_type") and hasattr(value, "targets")
 
 
-def _is_union(tp: Any) -> bool:
-    origin = typing.get_origin(tp)
-    return origin is Union or origin is types.UnionType
+def check_hooks(hooks: Any, where: str) -> None:
+    """Hooks must be an `agentnb.Hooks` (a subclass's instance), not the class itself."""
+    from .hooks import Hooks
 
-
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+    if not isinstance(hooks, Hooks):
+        given = f"the class {hooks.__name__}" if isinstance(hooks, type) else type(hooks).__name__
+        raise UserError(
+            f"{where} takes an instance of agentnb.Hooks (or a subclass), got {given}: "
+            "pass MyHooks(), not MyHooks."
+        )

@@ -12,20 +12,28 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Union
 
 from pydantic import BaseModel, Field, ValidationError
 
-from ..errors import BudgetExceeded, MaxTurnsExceeded, ReplayMismatch, UserError
+from ..errors import (
+    BudgetExceeded,
+    CallbackRaised,
+    GuardrailTripped,
+    MaxTurnsExceeded,
+    ReplayMismatch,
+    UserError,
+)
 from ..models.types import Message
-from .approval import PendingCall, check_approval
+from .approval import check_approval, check_needs_approval
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .result import RunResult
 from .runner import agent_loop
 from .state import AgentRun
+from .tool_guardrails import check_tool_guardrails
 from .tools import (
     DEFAULT_MAX_RESULT_CHARS,
     BaseTool,
@@ -63,8 +71,9 @@ _DEFAULT_SCHEMA = {
 }
 
 
-NeedsApproval = Union[bool, Callable[[PendingCall], Union[bool, Awaitable[bool]]]]  # noqa: UP007
-"""``True`` (every call), ``False`` (none), or ``callable(pending) -> bool`` (sync or async)."""
+NeedsApproval = Union[bool, Callable[..., Union[bool, Awaitable[bool]]]]  # noqa: UP007
+"""``True`` (every call), ``False`` (none), or ``fn(ctx, arguments) -> bool`` (or, as before,
+``fn(pending) -> bool``), sync or async."""
 
 
 class _Admitted(NamedTuple):
@@ -84,13 +93,18 @@ _FAILURES: tuple[tuple[type[BaseException], str, str], ...] = (
 exception type matches. Failures that end the whole run are not here (see `_ends_the_run`)."""
 
 
-def _ends_the_run(exc: BaseException) -> bool:
+def _ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
     """Failures a caller cannot act on: they end the run instead of becoming text."""
     if isinstance(exc, BudgetExceeded):
         return exc.fatal  # the run's own budget; a sub-agent's own budget only ends it
-    # A replay that went off the recording, and agentnb used the wrong way (no approver):
-    # both need fixing by a person. Cancellation and interrupts are not Exceptions.
-    return isinstance(exc, (ReplayMismatch, UserError)) or not isinstance(exc, Exception)
+    if isinstance(exc, GuardrailTripped):
+        return propagate_guardrails
+    # A replay that went off the recording, agentnb used the wrong way (no approver), a hook
+    # or listener that raised: each needs fixing by a person. Cancellation and interrupts
+    # are not Exceptions.
+    return isinstance(exc, (ReplayMismatch, UserError, CallbackRaised)) or not isinstance(
+        exc, Exception
+    )
 
 
 @dataclass(eq=False)
@@ -109,7 +123,11 @@ class AgentTool(BaseTool):
     input_schema: type[BaseModel] | None = None
     input_builder: Callable[[Any, RunContext], str] | None = None
     extractor: Callable[[RunResult], str] | None = None
-    needs_approval: NeedsApproval = False
+    propagate_guardrails: bool = False
+    """A guardrail tripped inside the sub-agent ends the whole run instead of becoming
+    ``ERROR: ...`` text for the caller."""
+
+    approval_here: ClassVar[bool] = False  # asked in admit(), after the depth and path guards
 
     @classmethod
     def build(
@@ -126,6 +144,9 @@ class AgentTool(BaseTool):
         input_builder: Callable[[Any, RunContext], str] | None = None,
         extractor: Callable[[RunResult], str] | None = None,
         needs_approval: NeedsApproval = False,
+        input_guardrails: Sequence[Callable[..., Any]] | None = None,
+        output_guardrails: Sequence[Callable[..., Any]] | None = None,
+        propagate_guardrails: bool = False,
     ) -> AgentTool:
         """Check the options (raises `UserError`) and make the tool; see `Agent.as_tool`."""
         tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
@@ -159,10 +180,15 @@ class AgentTool(BaseTool):
         for label, fn in (("input_builder", input_builder), ("extractor", extractor)):
             if fn is not None and not callable(fn):
                 raise UserError(f"as_tool({label}=...) must be a function, got {fn!r}")
-        if not isinstance(needs_approval, bool) and not callable(needs_approval):
+        check_needs_approval(needs_approval, "as_tool")
+        checks = (
+            check_tool_guardrails(input_guardrails, "as_tool(input_guardrails=...)"),
+            check_tool_guardrails(output_guardrails, "as_tool(output_guardrails=...)"),
+        )
+        if not isinstance(propagate_guardrails, bool):
             raise UserError(
-                "as_tool(needs_approval=...) must be True, False or a function(pending) -> bool, "
-                f"got {needs_approval!r}"
+                "as_tool(propagate_guardrails=...) must be True or False, "
+                f"got {propagate_guardrails!r}"
             )
         parameters = (
             clean_schema(input_schema.model_json_schema()) if input_schema else _DEFAULT_SCHEMA
@@ -181,6 +207,9 @@ class AgentTool(BaseTool):
             input_builder=input_builder,
             extractor=extractor,
             needs_approval=needs_approval,
+            input_guardrails=checks[0],
+            output_guardrails=checks[1],
+            propagate_guardrails=propagate_guardrails,
         )
 
     async def invoke(self, arguments: str, tcx: ToolCallContext) -> str:
@@ -257,7 +286,7 @@ class AgentTool(BaseTool):
             if isinstance(exc, asyncio.CancelledError):
                 status = "cancelled"
                 raise
-            if _ends_the_run(exc):
+            if _ends_the_run(exc, self.propagate_guardrails):
                 status = "error"
                 raise
             failure = self._failure(exc, state)

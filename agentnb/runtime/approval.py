@@ -1,4 +1,5 @@
-"""A person's approval before a sub-agent call: ``as_tool(..., needs_approval=...)``.
+"""A person's approval before a tool call: ``@tool(needs_approval=...)`` for a function,
+``as_tool(..., needs_approval=...)`` for a sub-agent.
 
 Who approves is set per run: ``run(..., approver=fn)``, where ``fn(pending) -> Approval`` may be
 sync (run in a worker thread, off the event loop, since it may wait for a person) or async.
@@ -9,7 +10,7 @@ The runtime never imports the notebook layer.
 
 What happens:
 
-- approved: the sub-agent runs as usual;
+- approved: the tool (or sub-agent) runs as usual;
 - rejected: the caller gets ``"call to <tool> rejected: <reason>"`` as the tool result and the
   run goes on (the model can rephrase, ask for something else, or answer without it);
 - no approver and no notebook: the run ends with ``ok=False`` and a `NoApprover` error. A call
@@ -19,7 +20,8 @@ What happens:
   (``await agentnb.run(...)`` gets the widget);
 - an approver or a ``needs_approval`` callable that raises counts as a rejection (fail closed).
 
-The wait is traced apart from model latency: an ``approval`` span under the tool-call span,
+Every decision is listed in ``result.approvals`` (`ApprovalRecord`: tool, arguments, who,
+decision, reason, time). The wait is traced apart from model latency: an ``approval`` span under the tool-call span,
 ``approval_wait_s`` on the tool-call span, and an ``approval`` log event with ``wait_s``.
 """
 
@@ -31,10 +33,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from ..errors import NoApprover, UserError
-from .tools import ToolCallContext
+from .tools import BaseTool, ToolCallContext
 
 if TYPE_CHECKING:
     from .agent_tool import AgentTool
@@ -87,14 +89,29 @@ _INSTANT: frozenset[Any] = frozenset({approve_all, reject_all})
 """Approvers known not to block: called on the loop, without a worker thread."""
 
 
+@dataclass(frozen=True)
+class ApprovalRecord:
+    """One decision on a call that needed approval (``result.approvals`` lists them)."""
+
+    tool: str
+    arguments: Any
+    """The call's arguments as a dict (a sub-agent's: ``input`` and ``artifacts``, or its schema's fields)."""
+    who: str
+    """The approver's name (``approve_all``, ``widget_approver``, your function's), or
+    ``needs_approval`` when that callable failed (which rejects)."""
+    decision: Literal["approved", "rejected"]
+    reason: str
+    time: float
+    """When it was decided, in seconds on the run's trace clock."""
+    wait_s: float
+    path: str
+    """The calling agent's path."""
+
+
 async def check_approval(
     tool: AgentTool, parsed: Any, text: str, tcx: ToolCallContext
 ) -> str | None:
-    """Ask for approval of a call to ``tool`` if it needs one.
-
-    Returns None when the call may go ahead, else the text its caller gets back. Raises
-    `NoApprover` (which ends the run) when nobody can be asked.
-    """
+    """Ask for approval of a call to the sub-agent ``tool`` if it needs one (see `decide`)."""
     ctx, caller = tcx.run, tcx.caller
     handles = list(getattr(parsed, "artifacts", None) or []) if tool.input_schema is None else []
     pending = PendingCall(
@@ -107,11 +124,53 @@ async def check_approval(
         arguments=parsed,
         run_id=ctx.run_id,
     )
+    return await decide(tool.needs_approval, pending, parsed.model_dump(mode="json"), tcx)
+
+
+async def check_tool_approval(
+    tool: BaseTool, arguments: dict[str, Any], text: str, tcx: ToolCallContext
+) -> str | None:
+    """Ask for approval of a call to the function tool ``tool`` if it needs one (see `decide`)."""
+    ctx, caller = tcx.run, tcx.caller
+    pending = PendingCall(
+        agent=tool.name,
+        tool=tool.name,
+        input=text,
+        path=caller.path,
+        caller=caller.agent.name,
+        arguments=arguments,
+        run_id=ctx.run_id,
+    )
+    return await decide(tool.needs_approval, pending, arguments, tcx)
+
+
+def check_needs_approval(value: Any, where: str) -> None:
+    """A `UserError` unless ``value`` is True, False or a callable."""
+    if value is not True and value is not False and not callable(value):
+        raise UserError(
+            f"{where}(needs_approval=...) must be True, False or a callable "
+            f"(ctx, arguments) -> bool, got {value!r}"
+        )
+
+
+async def decide(
+    needs_approval: Any, pending: PendingCall, arguments: dict[str, Any], tcx: ToolCallContext
+) -> str | None:
+    """Ask whoever approves about ``pending`` if ``needs_approval`` says it must be asked.
+
+    Returns None when the call may go ahead, else the text the model gets back as the tool's
+    result. Raises `NoApprover` (which ends the run) when nobody can be asked. A
+    ``needs_approval`` callable takes ``(ctx, arguments)`` or, as ``as_tool`` has always
+    accepted, ``(pending)``.
+    """
+    ctx, caller = tcx.run, tcx.caller
     trace = ctx.trace
-    decide = tool.needs_approval
-    if decide is not True:
+    if needs_approval is not True:
         try:
-            needed = decide(pending) if callable(decide) else decide
+            if _takes_two(needs_approval):
+                needed = needs_approval(ctx, arguments)
+            else:
+                needed = needs_approval(pending)
             if inspect.isawaitable(needed):
                 needed = await needed
         except Exception as exc:
@@ -121,18 +180,19 @@ async def check_approval(
                 depth=caller.depth,
                 path=caller.path,
                 agent=pending.agent,
-                tool=tool.name,
+                tool=pending.tool,
                 approved=False,
                 reason=reason,
                 wait_s=0.0,
             )
-            return f"call to {tool.name} rejected: {reason}"
+            _record(ctx, caller.path, pending, arguments, "needs_approval", False, reason, 0.0)
+            return f"call to {pending.tool} rejected: {reason}"
         if not needed:
             return None
     approver = ctx.approver if ctx.approver is not None else default_approver(pending)
     span = trace.start(
         "approval",
-        tool.name,
+        pending.tool,
         tcx.span,
         agent=caller.agent.name,
         path=caller.path,
@@ -159,14 +219,50 @@ async def check_approval(
         depth=caller.depth,
         path=caller.path,
         agent=pending.agent,
-        tool=tool.name,
+        tool=pending.tool,
         approved=verdict.approved,
         reason=verdict.reason,
         wait_s=waited,
     )
+    who = str(getattr(approver, "__name__", type(approver).__name__))
+    _record(ctx, caller.path, pending, arguments, who, verdict.approved, verdict.reason, waited)
     if verdict.approved:
         return None
-    return f"call to {tool.name} rejected: {verdict.reason or 'no reason given'}"
+    return f"call to {pending.tool} rejected: {verdict.reason or 'no reason given'}"
+
+
+def _record(
+    ctx: Any,
+    path: str,
+    pending: PendingCall,
+    arguments: dict[str, Any],
+    who: str,
+    approved: bool,
+    reason: str,
+    waited: float,
+) -> None:
+    ctx.approvals.append(
+        ApprovalRecord(
+            pending.tool,
+            arguments,
+            who,
+            "approved" if approved else "rejected",
+            reason,
+            ctx.trace.now(),
+            waited,
+            path,
+        )
+    )
+
+
+def _takes_two(fn: Any) -> bool:
+    """Whether ``fn`` takes ``(ctx, arguments)`` rather than ``(pending)``."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
 
 
 async def _ask(approver: Any, pending: PendingCall) -> Approval:

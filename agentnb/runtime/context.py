@@ -11,6 +11,10 @@ from ..models.types import Usage
 from ..trace.spans import Trace
 
 if TYPE_CHECKING:
+    from ..models.base import ModelClient
+    from ..models.settings import ModelSettings
+    from .approval import ApprovalRecord
+    from .events import RunEvents
     from .options import RunOptions
     from .state import AgentRun
 
@@ -71,6 +75,14 @@ class RunContext:
     active: list[AgentRun] = field(default_factory=list)
     """Agents running now (several when sub-agents run in parallel)."""
     root: AgentRun | None = None
+    default_model: ModelClient | None = None
+    """``run(model=...)``: the model of every agent of the run that has none."""
+    model_settings: ModelSettings | None = None
+    """``run(model_settings=...)``: overrides every agent's own settings, field by field."""
+    approvals: list[ApprovalRecord] = field(default_factory=list)
+    """Every approval decision of the run, in order (``result.approvals``)."""
+    events: RunEvents | None = None
+    """The run's stream and hooks (`agentnb.runtime.events`); None when nobody watches."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:

@@ -19,16 +19,24 @@ def agent_graph(agent: Agent) -> dict[str, Any]:
 def _node(agent: Agent, ancestors: tuple[Agent, ...]) -> dict[str, Any]:
     from .agent_tool import AgentTool
     from .handoffs import Handoff
+    from .team import TeamTool
 
     if any(a is agent for a in ancestors):
         return {"agent": agent.name, "cycle": True}
     below = (*ancestors, agent)
-    tools, delegates = [], []
+    tools: list[str] = []
+    delegates: list[dict[str, Any]] = []
     for item in agent.tools:
         made = (
             item.as_tool() if hasattr(item, "as_tool") and not isinstance(item, AgentTool) else item
         )
-        if isinstance(made, AgentTool) and made.agent is not None:
+        if isinstance(made, TeamTool):
+            delegates.extend(
+                {"tool": made.name, "member": m.name, **_node(m.agent, below)}
+                for m in made.members
+                if m.agent is not None
+            )
+        elif isinstance(made, AgentTool) and made.agent is not None:
             delegates.append({"tool": made.name, **_node(made.agent, below)})
         else:
             tools.append(getattr(made, "name", getattr(made, "__name__", str(made))))

@@ -12,8 +12,11 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import UserError
+from ..models.base import ModelClient
+from ..models.settings import ModelSettings
 from ..trace.spans import Listener
 from .context import Limits
+from .hooks import Hooks
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,12 @@ class RunOptions:
     """The run's id (None: 12 random hex digits)."""
     listeners: Sequence[Listener] = ()
     """Called as ``listener(event, span)`` when any span starts or ends (live widgets)."""
+    model: ModelClient | str | None = None
+    """The model of every agent of the run that has none (sub-agents included)."""
+    model_settings: ModelSettings | None = None
+    """Overrides the agents' own `ModelSettings`, field by field."""
+    hooks: Hooks | None = None
+    """An `agentnb.Hooks` that sees every agent of the run."""
 
     def __post_init__(self) -> None:
         if self.limits is not None and not isinstance(self.limits, Limits):

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from .agent import Agent
+    from .approval import ApprovalRecord
     from .context import RunContext
 
 
@@ -58,6 +59,17 @@ class RunResult:
                 (frame["path"] == prefix) | frame["path"].str.startswith(prefix + "/")
             ].reset_index(drop=True)
         return frame
+
+    @property
+    def approvals(self) -> list[ApprovalRecord]:
+        """Every approval decision of the run: tool, arguments, who, decision, reason, time."""
+        return list(self.context.approvals) if self.context is not None else []
+
+    def to_input_list(self) -> list[Message]:
+        """The conversation so far (the user's input, the answering agent's messages, its tool
+        calls and results): ``run(result.last_agent, result.to_input_list() + [Message.user(...)])``
+        continues it."""
+        return list(self.messages)
 
     @property
     def spans(self) -> list[Span]:

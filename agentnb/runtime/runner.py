@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from ..errors import (
     AgentRunError,
     BudgetExceeded,
+    CallbackRaised,
     MaxTurnsExceeded,
     OutputValidationError,
     RunCancelled,
@@ -25,6 +25,7 @@ from ..errors import (
     UserError,
 )
 from ..models.base import ModelClient
+from ..models.settings import ModelSettings, check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
 from ..trace.spans import Listener, Span
@@ -33,11 +34,18 @@ from .agent import Agent
 from .approval import Approver
 from .context import Limits, RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
+from .events import RunEvents, events_for, handed_off
+from .guardrails import Guardrail, check_all, first_call, start_input_checks
+from .hooks import Hooks
+from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunOptions
+from .output import validation_errors
 from .prompt import section_sizes
 from .result import RunResult
+from .settings import after_tool_calls, stopping_call, turn_settings
 from .state import AgentRun
+from .tool_guardrails import invoke_checked
 from .tools import BaseTool, ToolCallContext
 from .transfer import Transfer
 
@@ -54,6 +62,9 @@ async def run(
     deps: Any = None,
     run_id: str | None = None,
     listeners: Sequence[Listener] = (),
+    model: ModelClient | str | None = None,
+    model_settings: ModelSettings | None = None,
+    hooks: Hooks | None = None,
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -61,8 +72,12 @@ async def run(
     is the handle ``"input"``). ``timeout`` and ``max_turns`` are shortcuts for the run's
     wall-clock limit and the root agent's turn limit. ``approver`` decides calls that need
     approval; ``deps`` is whatever the tools need. ``listeners`` are called as
-    ``listener(event, span)`` when any span starts or ends (live widgets use them). Every
-    option is described on `RunOptions`; a bad one raises `UserError` before the run starts.
+    ``listener(event, span)`` when any span starts or ends (live widgets use them).
+    ``model`` is the model of every agent of the run that has none (sub-agents included);
+    ``model_settings`` override the agents' own `ModelSettings` field by field.
+    ``hooks`` (an `agentnb.Hooks`) see every agent of the run. A hook or listener that raises
+    ends the run with its exception as the error. Every option is described on `RunOptions`;
+    a bad one raises `UserError` before the run starts.
     """
     options = RunOptions(
         limits=limits,
@@ -73,6 +88,9 @@ async def run(
         deps=deps,
         run_id=run_id,
         listeners=listeners,
+        model=model,
+        model_settings=model_settings,
+        hooks=hooks,
     )
     return await execute(agent, input, start_context(agent, input, options))
 
@@ -95,16 +113,28 @@ def start_context(
         )
     if not isinstance(options, RunOptions):
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
-    resolve_model(agent)
+    default = _default_model(options.model)
+    resolve_model(agent, default)
     ctx = RunContext.create(options, t0=t0)
+    ctx.default_model = default
+    ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
+    if options.hooks is not None:
+        from .agent import check_hooks
+
+        check_hooks(options.hooks, "run(hooks=...)")
+        ctx.events = RunEvents(None, (options.hooks,))
     return ctx
 
 
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
     """Run the root agent in a context from `start_context`; see `run`."""
     trace = ctx.trace
-    root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
+    raised: BaseException | None = None  # by a listener told of the run's start
+    try:
+        root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
+    except CallbackRaised as exc:
+        root_span, raised = trace.spans[-1], exc.error
     messages = _initial_messages(input, ctx)
     state = AgentRun(agent, messages, 0, agent.name, (agent,), root_span)
     if ctx.limits.max_tokens is not None:
@@ -115,6 +145,8 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     output: Any = None
     error: BaseException | None = None
     try:
+        if raised is not None:
+            raise CallbackRaised(raised)
         timeout = ctx.limits.timeout
         try:
             turns = ctx.max_turns or agent.max_turns
@@ -128,23 +160,28 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         raise
     except AgentRunError as exc:
         error = exc
-    except Exception as exc:  # a bug in a model client or a hook: keep the trace, report it
+    except CallbackRaised as exc:  # a hook or a listener raised: its exception is the error
+        error = exc.error
+    except Exception as exc:  # a bug in a model client: keep the trace, report it
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
-    _finish(ctx, state, status, error)
-    return build_result(ctx, output, error)
+    late = _finish(ctx, state, status, error)
+    return build_result(ctx, output, error or late)
 
 
 def _finish(
     ctx: RunContext, state: AgentRun, status: str, error: BaseException | None = None
-) -> None:
+) -> BaseException | None:
+    """Close the run's spans and log its end; returns what a listener raised meanwhile."""
     if state in ctx.active:
         ctx.active.remove(state)
-    if ctx.trace.spans:  # spans still open below the run span were cut short; the run has status
-        root = ctx.trace.spans[0]
-        ctx.trace.close_open_under(root, "cancelled" if status == "ok" else status)
-        if root.ended is None:
-            ctx.trace.end(root, status)
+    late = None
+    for _ in range(len(ctx.trace.listeners) + 1):  # a listener that raises is dropped: retry
+        try:
+            _close(ctx, status)
+            break
+        except CallbackRaised as exc:
+            late = late or exc.error
     extra = {"error": f"{type(error).__name__}: {error}"} if error is not None else {}
     ctx.trace.log(
         "run_end",
@@ -155,6 +192,15 @@ def _finish(
         model_calls=ctx.model_calls,
         **extra,
     )
+    return late
+
+
+def _close(ctx: RunContext, status: str) -> None:
+    if ctx.trace.spans:  # spans still open below the run span were cut short; the run has status
+        root = ctx.trace.spans[0]
+        ctx.trace.close_open_under(root, "cancelled" if status == "ok" else status)
+        if root.ended is None:
+            ctx.trace.end(root, status)
 
 
 def build_result(ctx: RunContext, output: Any, error: BaseException | None) -> RunResult:
@@ -194,13 +240,32 @@ def _initial_messages(input: str | list[Message], ctx: RunContext) -> list[Messa
     ]
 
 
-def resolve_model(agent: Agent) -> ModelClient:
+def _default_model(model: ModelClient | str | None) -> ModelClient | None:
+    """``run(model=...)`` as a client (a spec string resolved), or a `UserError`."""
+    if model is None:
+        return None
+    if isinstance(model, str):
+        from ..models.registry import model_from_spec
+
+        model = model_from_spec(model)
+    if not hasattr(model, "request"):
+        raise UserError(
+            f"run(model=...) must be a model client or a spec string like 'openai:gpt-4o-mini', "
+            f"got {type(model).__name__}"
+        )
+    return cast(ModelClient, model)
+
+
+def resolve_model(agent: Agent, default: ModelClient | None = None) -> ModelClient:
+    """The agent's model client (a spec string resolved once); ``default`` when it has none."""
     model = agent.model
     if isinstance(model, str):
         from ..models.registry import model_from_spec
 
         model = model_from_spec(model)
         agent.model = model
+    if model is None and default is not None:
+        return default
     if model is None or not hasattr(model, "request"):
         raise UserError(
             f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
@@ -212,8 +277,6 @@ def resolve_model(agent: Agent) -> ModelClient:
 REASK_PREFIX = "Your answer could not be read as"
 """How a re-ask for a structured answer starts (the message is marked ``generated``)."""
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
-
 
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     """Run ``state.agent`` until it answers; follow handoffs. Returns the final output."""
@@ -221,9 +284,12 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         outcome = await _turns(state, ctx, max_turns)
         if not isinstance(outcome, Transfer):
             state.output = outcome
+            if state.events is not None:
+                await state.events.agent_ended(ctx, state, outcome)
             return outcome
         source = state.agent
         ctx.trace.end(state.span, "ok", handed_to=outcome.target.name)
+        await handed_off(ctx, state, source, outcome.target)
         state.handoffs.append(outcome.target.name)
         state.agent = outcome.target
         state.messages[:] = outcome.messages
@@ -252,12 +318,17 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
 
 async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     agent = state.agent
-    model = resolve_model(agent)
+    model = resolve_model(agent, ctx.default_model)
     tools = agent.tool_map()
     specs = [t.spec for t in tools.values()]
     structured = agent.output_adapter()
-    schema = structured[1] if structured else None
-    system = agent.system_prompt(ctx)
+    schema = structured.schema if structured else None
+    system = (
+        agent.instructions
+        if isinstance(agent.instructions, str)
+        else await system_prompt(agent, ctx)
+    )
+    settings = turn_settings(agent.model_settings, ctx.model_settings)
     reasks = 0
     if state.span.kind != "agent":  # the root: open its agent span under the run span
         state.span = ctx.trace.start(
@@ -265,10 +336,24 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         )
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
+    state.events = events = events_for(ctx, agent)  # a stream, hooks: None when nobody watches
+    if events is not None:
+        await events.agent_started(ctx, state)
+    checks = (
+        await start_input_checks(cast("Sequence[Guardrail]", agent.input_guardrails), state, ctx)
+        if agent.input_guardrails
+        else None
+    )
     for turn in range(1, max_turns + 1):
         state.turns = turn
-        request = ModelRequest(system, list(state.messages), specs, schema, agent.name)
-        response = await call_model(model, request, state, ctx, turn)
+        request = ModelRequest(
+            system, list(state.messages), specs, schema, agent.name, settings=settings
+        )
+        if checks is None:
+            response = await call_model(model, request, state, ctx, turn)
+        else:  # input guardrails still running: a tripwire cancels this first call
+            response = await first_call(call_model(model, request, state, ctx, turn), checks)
+            checks = None
         if response.tool_calls:
             calls = [
                 c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
@@ -280,6 +365,12 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             transfer = await _run_tools(calls, tools, state, ctx, turn)
             if transfer is not None:
                 return transfer
+            if agent.tool_use_behavior != "run_llm_again":
+                stop = stopping_call(agent.tool_use_behavior, calls)
+                if stop is not None:  # the tool's result is the answer: no further model call
+                    answer = _tool_result(state.messages, calls[stop].id)
+                    return await _finish_agent(answer, state, ctx, turn)
+            settings = after_tool_calls(settings)
             continue
         text = response.text or ""
         state.last_text = text
@@ -288,16 +379,16 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             output: Any = text
         else:
             try:
-                output = structured[0].validate_json(_strip_fence(text))
+                output = structured.validate(text)
             except ValidationError as exc:
                 if reasks >= agent.output_retries or turn == max_turns:  # no turn left to re-ask
                     raise OutputValidationError(
-                        f"{agent.name}'s answer did not match {schema.name if schema else 'the output type'} "
-                        f"after {reasks + 1} attempt(s): {_errors(exc)}"
+                        f"{agent.name}'s answer did not match {structured.schema.name} "
+                        f"after {reasks + 1} attempt(s): {validation_errors(exc)}"
                     ) from None
                 reasks += 1
                 reask = (
-                    f"{REASK_PREFIX} {schema.name if schema else 'the output'}: {_errors(exc)}. "
+                    f"{REASK_PREFIX} {structured.schema.name}: {validation_errors(exc)}. "
                     "Reply again with only a JSON object that matches the schema."
                 )
                 state.messages.append(Message("user", reask, generated=True))
@@ -307,26 +398,28 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             if isinstance(routed, Transfer):
                 return routed
             output = routed
-        if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
-            ctx.trace.end(state.span, "ok", turns=turn)
-        return output
+        return await _finish_agent(output, state, ctx, turn)
     raise MaxTurnsExceeded(
         f"{agent.name} used all {max_turns} turns without a final answer (max_turns={max_turns}). "
         "Raise max_turns or check why it keeps calling tools."
     )
 
 
-def _strip_fence(text: str) -> str:
-    text = text.strip()
-    match = _FENCE.match(text)
-    return match.group(1) if match else text
+async def _finish_agent(output: Any, state: AgentRun, ctx: RunContext, turn: int) -> Any:
+    """The agent's output, once its output guardrails pass; the root's agent span ends here."""
+    if state.agent.output_guardrails:
+        guards = cast("Sequence[Guardrail]", state.agent.output_guardrails)  # made so by Agent
+        await check_all(guards, output, state, ctx, "output")
+    if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
+        ctx.trace.end(state.span, "ok", turns=turn)
+    return output
 
 
-def _errors(exc: ValidationError) -> str:
-    parts = [
-        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()[:4]
-    ]
-    return "; ".join(parts)
+def _tool_result(messages: list[Message], call_id: str) -> str:
+    for message in reversed(messages):
+        if message.role == "tool" and message.tool_call_id == call_id:
+            return message.content or ""
+    return ""
 
 
 async def call_model(
@@ -341,6 +434,9 @@ async def call_model(
         )
     ctx.model_calls += 1
     trace = ctx.trace
+    events = state.events
+    if events is not None:
+        await events.model_started(ctx, state, request)
     span = trace.start(
         "model_call",
         getattr(model, "name", type(model).__name__),
@@ -351,17 +447,23 @@ async def call_model(
         turn=turn,
     )
     try:
-        response = await model.request(request)
-    except asyncio.CancelledError:
-        trace.end(span, "cancelled")
-        _record(ctx, state, request, None, span, "cancelled")
-        raise
+        if events is None:
+            response = await model.request(request)
+        else:  # streamed when the run is
+            response = await events.request(model, request, ctx, state, span)
     except BaseException as exc:
-        trace.end(span, "error")
-        _record(ctx, state, request, None, span, "error", getattr(exc, "events", None))
+        status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
+        try:
+            trace.end(span, status)
+        finally:  # the row is kept even when a listener raises at the call's end
+            _record(ctx, state, request, None, span, status, getattr(exc, "events", None))
         raise
-    trace.end(span, "ok")
-    _record(ctx, state, request, response, span, "ok")
+    try:
+        trace.end(span, "ok")
+    finally:
+        _record(ctx, state, request, response, span, "ok")
+    if events is not None:
+        await events.model_ended(ctx, state, response, trace.call_rows[-1])
     return response
 
 
@@ -461,6 +563,9 @@ async def _run_tool(
         call_id=call.id,
         args_chars=len(call.arguments),
     )
+    events = state.events
+    if events is not None:
+        await events.tool_started(ctx, state, span, call)
     tool = tools.get(call.name)
     tcx = ToolCallContext(ctx, span, call.id, state)
     try:
@@ -471,7 +576,11 @@ async def _run_tool(
             )
             tcx.status = "error"
         else:
-            result = await tool.invoke(call.arguments, tcx)
+            result = await (
+                invoke_checked(tool, call.arguments, tcx)
+                if tool.checked
+                else tool.invoke(call.arguments, tcx)
+            )
     except asyncio.CancelledError:
         trace.end(span, "cancelled")
         raise
@@ -484,4 +593,6 @@ async def _run_tool(
         trace.end(span, tcx.status, result_chars=len(result))
     else:
         trace.end(span, tcx.status)
+    if events is not None:
+        await events.tool_ended(ctx, state, span, call, result, tcx.status)
     return result

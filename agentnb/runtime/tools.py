@@ -11,9 +11,9 @@ import inspect
 import json
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError, create_model
 
@@ -56,7 +56,26 @@ class BaseTool(ABC):
     description: str
     parameters: dict[str, Any]
     """The JSON schema of the arguments."""
+    input_guardrails: tuple[Callable[..., Any], ...] = field(default=(), kw_only=True)
+    """``fn(ctx, tool_name, arguments) -> ToolGuardrail``: see `agentnb.runtime.tool_guardrails`."""
+    output_guardrails: tuple[Callable[..., Any], ...] = field(default=(), kw_only=True)
+    """``fn(ctx, tool_name, arguments, result_text) -> ToolGuardrail``."""
+    needs_approval: Any = field(default=False, kw_only=True)
+    """``True`` or ``fn(ctx, arguments) -> bool`` (sync or async): ask the run's approver first."""
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
+
+    approval_here: ClassVar[bool] = True
+    """Whether the checks around a call ask for approval (an `AgentTool` asks in its own
+    invoke, after its depth and recursion guards)."""
+
+    @property
+    def checked(self) -> bool:
+        """Whether a call goes through `tool_guardrails.invoke_checked` rather than `invoke`."""
+        return bool(
+            self.input_guardrails
+            or self.output_guardrails
+            or (self.needs_approval and self.approval_here)
+        )
 
     @property
     def spec(self) -> ToolSpec:
@@ -199,17 +218,30 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+    needs_approval: Any = False,
+    input_guardrails: Sequence[Callable[..., Any]] | None = None,
+    output_guardrails: Sequence[Callable[..., Any]] | None = None,
 ) -> Any:
     """Make a tool of a sync or async function: ``@tool`` or ``@tool(name=..., ...)``.
 
     The schema comes from the parameters' annotations and defaults; the description from the
-    docstring's first paragraph, and each parameter's from an ``Args:`` section if there is one.
-    Sync functions run in a worker thread, off the event loop.
+    docstring's first paragraph (none is fine), and each parameter's from
+    ``Annotated[T, "text"]``, ``Annotated[T, Field(description=...)]`` or the docstring's
+    parameter section (Google, NumPy or Sphinx style). Sync functions run in a worker thread,
+    off the event loop. ``needs_approval`` (True or ``fn(ctx, arguments) -> bool``) asks the
+    run's approver before each call; ``input_guardrails`` / ``output_guardrails`` check the
+    arguments and the result (see `agentnb.ToolGuardrail`).
     """
 
     def build(f: Callable[..., Any]) -> BaseTool:
         return function_tool(
-            f, name=name, description=description, max_result_chars=max_result_chars
+            f,
+            name=name,
+            description=description,
+            max_result_chars=max_result_chars,
+            needs_approval=needs_approval,
+            input_guardrails=input_guardrails,
+            output_guardrails=output_guardrails,
         )
 
     return build(fn) if fn is not None else build
@@ -221,8 +253,11 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+    needs_approval: Any = False,
+    input_guardrails: Sequence[Callable[..., Any]] | None = None,
+    output_guardrails: Sequence[Callable[..., Any]] | None = None,
 ) -> BaseTool:
-    """``fn`` as a tool (a tool of any kind is returned as it is); see `tool`."""
+    """A `Tool` from a function (a tool of any kind is returned as it is); see `tool`."""
     if isinstance(fn, BaseTool):
         return fn
     if not callable(fn):
@@ -237,14 +272,24 @@ def function_tool(
             f"Tool name {tool_name!r} is not usable: give the function a name of letters, digits, _ or - "
             "(at most 64), or pass tool(fn, name='...')."
         )
-    doc = inspect.getdoc(fn) or ""
-    summary, arg_docs = _parse_doc(doc)
-    text = description or summary
-    if not text:
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
         raise UserError(
-            f"Tool {tool_name!r} has no description: the model needs one to know when to call it. "
-            "Add a docstring or pass tool(fn, description='...')."
+            f"Tool {tool_name!r} is a generator: a tool returns one result. Return a list "
+            "(or the joined text) instead of yielding."
         )
+    from .tool_guardrails import check_tool_guardrails
+
+    checks = (
+        check_tool_guardrails(input_guardrails, f"tool {tool_name!r}: input_guardrails"),
+        check_tool_guardrails(output_guardrails, f"tool {tool_name!r}: output_guardrails"),
+    )
+    if needs_approval is not True and needs_approval is not False and not callable(needs_approval):
+        raise UserError(
+            f"tool {tool_name!r}: needs_approval must be True, False or a callable "
+            f"(ctx, arguments) -> bool, got {needs_approval!r}"
+        )
+    summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
+    text = description or summary
     try:
         args_model, context_param = _args_model(fn, tool_name, arg_docs)
         schema = clean_schema(args_model.model_json_schema())
@@ -264,6 +309,9 @@ def function_tool(
         max_result_chars,
         context_param,
         _json_args=json_args,
+        input_guardrails=checks[0],
+        output_guardrails=checks[1],
+        needs_approval=needs_approval,
     )
 
 
@@ -280,20 +328,20 @@ def _json_safe(model: type[BaseModel]) -> bool:
     )
 
 
-def _parse_doc(doc: str) -> tuple[str, dict[str, str]]:
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """A docstring's first paragraph, and each parameter's description from its Google-,
+    NumPy- or Sphinx-style parameter section (parsed by ``docstring_parser``)."""
+    import docstring_parser
+
     paragraphs = doc.split("\n\n")
-    summary = (
-        " ".join(paragraphs[0].split())
-        if paragraphs and not paragraphs[0].lower().startswith("args:")
-        else ""
-    )
-    args: dict[str, str] = {}
-    match = re.search(r"^(?:Args|Arguments|Parameters):\s*\n((?:[ \t]+.*\n?)+)", doc, re.M)
-    if match:
-        for line in match.group(1).splitlines():
-            m = re.match(r"\s+(\w+)(?:\s*\([^)]*\))?\s*:\s*(.+)", line)
-            if m:
-                args[m.group(1)] = m.group(2).strip()
+    first = paragraphs[0] if paragraphs else ""
+    section = re.match(r"\s*(Args|Arguments|Parameters|Params|:param)\b", first)
+    summary = "" if section else " ".join(first.split())
+    try:
+        parsed = docstring_parser.parse(doc)
+    except docstring_parser.ParseError:
+        return summary, {}
+    args = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
     return summary, args
 
 
@@ -314,6 +362,11 @@ def _args_model(
             raise UserError(
                 f"Tool {tool_name!r}: *args and **kwargs cannot be described to a model; name each parameter."
             )
+        if param.kind == param.POSITIONAL_ONLY:
+            raise UserError(
+                f"Tool {tool_name!r}: parameter {pname!r} is positional-only, but a model's "
+                "arguments arrive by name; drop the '/' from the signature."
+            )
         if annotation is inspect.Parameter.empty:
             annotation = Any
         elif isinstance(annotation, str):
@@ -323,7 +376,18 @@ def _args_model(
                 "Define it at module level."
             )
         default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (annotation, Field(default, description=arg_docs.get(pname)))
+        described = arg_docs.get(pname)
+        if get_origin(annotation) is Annotated:  # Annotated[T, "text"] describes the parameter
+            base, *metadata = get_args(annotation)
+            texts = [m for m in metadata if isinstance(m, str)]
+            if texts:
+                described = texts[0]
+                kept = [m for m in metadata if not isinstance(m, str)]
+                annotation = Annotated[tuple([base, *kept])] if kept else base
+        if described is None:
+            fields[pname] = (annotation, default)  # a Field(description=...) in Annotated stays
+        else:
+            fields[pname] = (annotation, Field(default, description=described))
     model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
     return model, context_param
 
@@ -332,7 +396,7 @@ def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
     """The resolved annotations; when one cannot be resolved (a type local to a function under
     ``from __future__ import annotations``), the others still are, one by one."""
     try:
-        return get_type_hints(fn)
+        return get_type_hints(fn, include_extras=True)  # keep Annotated: it may describe
     except Exception:
         pass
     hints: dict[str, Any] = {}

@@ -8,6 +8,7 @@ one is a ``TypeError``, never a ``None`` in a table.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,8 @@ class CallRow:
     """Time the call took, less the time it waited for a concurrency slot."""
     wait_s: float
     """Time the call waited for a concurrency slot of the model client."""
+    ttft_s: float
+    """Time to the first token of a streamed call (NaN when the call was not streamed)."""
     chars_in: int
     """Characters sent (`agentnb.trace.sizes`); the ``chars_in_*`` components add up to it."""
     chars_in_system: int
@@ -63,6 +66,14 @@ class CallRow:
     provider_tokens_in: int | None
     """What the provider reported (None: not reported)."""
     provider_tokens_out: int | None
+    tokens_in_cached: int | None
+    """Input tokens served from the provider's prompt cache (None: not reported)."""
+    tokens_in_cache_write: int | None
+    """Input tokens written to the provider's prompt cache (None: not reported)."""
+    tokens_out_reasoning: int | None
+    """Output tokens spent reasoning (None: not reported)."""
+    tokens_in_overhead: int | None
+    """The provider's input count minus agentnb's (docs/tokens.md says what it is made of)."""
     tool_calls: int
     """Tool calls the model asked for in this reply."""
     stop_reason: str
@@ -70,6 +81,9 @@ class CallRow:
     """Retries the model client made (each one is in the span's events)."""
     status: str
     """``ok``, ``error`` or ``cancelled``."""
+    prefix: Any
+    """The request as a chain of fingerprints (`agentnb.trace.prefixes.Prefix`) for
+    `agentnb.cache_estimate`; None without a tokenizer."""
 
     @classmethod
     def measure(
@@ -84,24 +98,33 @@ class CallRow:
     ) -> CallRow:
         """The row of a finished call (``response`` None: it failed), measured from its span,
         the request as sent and the client's ``events`` (retries, waits for a slot)."""
+        model = span.name
         sizes = request_sizes(request, tally)
-        tokens_in, method = request_tokens(request, tally)
+        tokens_in, method = request_tokens(request, tally, model)
         tokens_out = (
-            response_tokens(response) if response is not None and tokens_in is not None else None
+            response_tokens(response, model)
+            if response is not None and tokens_in is not None
+            else None
         )
         provider = response.usage if response is not None else _NOT_REPORTED
+        overhead = None
         if tokens_in is None and provider.input_tokens is not None:
             tokens_in, tokens_out, method = (
                 provider.input_tokens,
                 provider.output_tokens,
                 "provider",
             )
+        elif tokens_in is not None and provider.input_tokens is not None:
+            overhead = provider.input_tokens - tokens_in
         wait, retries = 0.0, 0
         for event in events:
             if event.get("event") == "queue_wait":
                 wait += event.get("seconds", 0.0)
             elif event.get("event") == "retry":
                 retries += 1
+        ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
+        if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
+            ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
         # Positional, in the order of the fields above (a test checks each field's value):
         # matching thirty keywords would be most of the work of building a row, once per call.
         return cls(
@@ -117,6 +140,7 @@ class CallRow:
             span.ended,
             (span.ended or 0.0) - span.started - wait,
             wait,
+            ttft,
             sizes["total"],
             sizes["system"],
             sizes["tools"],
@@ -131,10 +155,15 @@ class CallRow:
             method,
             provider.input_tokens,
             provider.output_tokens,
+            provider.cached_input_tokens,
+            provider.cache_write_tokens,
+            provider.reasoning_tokens,
+            overhead,
             len(response.tool_calls) if response is not None else 0,
             response.stop_reason if response is not None else "error",
             retries,
             status,
+            tally.prefix if tally is not None else None,
         )
 
     def values(self) -> tuple[Any, ...]:

@@ -57,8 +57,17 @@ class HistoryTally:
     fixed: tuple[Any, ...] | None = None
     """``(system prompt, tool specs, their sizes)`` of the last request: an agent resends the
     same ones on every turn, so the next request measures them only if they changed."""
+    prefix: Any = None
+    """The last request's chain of fingerprints (`agentnb.trace.prefixes.Prefix`), which the
+    next request extends; ``None`` without a tokenizer."""
+    prefix_root: Any = None
+    """That chain's first parts (tool specs and system prompt)."""
+    prefix_fixed: tuple[Any, ...] | None = None
+    """``(system, specs, output schema, tokenizer key, root, system tokens, spec tokens)`` of
+    the last request: the next one reuses them if it sends the same prompt and specs."""
 
     def reset(self) -> None:
         self.sizes = _Sums()
         self.tokens = _Sums()
         self.fixed = None
+        self.prefix = self.prefix_root = self.prefix_fixed = None

@@ -14,16 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import CallbackRaised
 from .calls import CALL_COLUMNS, CallRow
 
 if TYPE_CHECKING:
     import pandas as pd
 
+_REPORTED = ("tokens_in_cached", "tokens_in_cache_write", "tokens_out_reasoning")
+"""Provider-reported parts of the usage: float columns (NaN) when no call reported them."""
+
 __all__ = ["CALL_COLUMNS", "CallRow", "Listener", "Span", "SpanKind", "Trace"]
 
-SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval"]
+
+SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval", "guardrail"]
 """``approval``: time a call waited for a person (or an approver) to allow it, kept apart
-from model latency."""
+from model latency. ``guardrail``: one check of an agent's input or output, or of a tool call."""
 
 
 @dataclass(slots=True)
@@ -65,7 +70,8 @@ class Trace:
         """One `CallRow` per model call, in the order the calls finished."""
         self.events: list[dict[str, Any]] = []
         self.listeners: list[Listener] = []
-        """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them."""
+        """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them.
+        One that raises is removed, and the run ends with its exception as the error."""
         self._count = 0
         self._open: dict[str, Span] = {}
         # Spans not ended yet, in start order: closing what a finished sub-agent left open
@@ -110,8 +116,7 @@ class Trace:
         self.spans.append(span)
         self._open[span_id] = span
         if self.listeners:
-            for listener in self.listeners:
-                listener("start", span)
+            self._notify("start", span)
         return span
 
     def end(self, span: Span, status: str = "ok", **attrs: Any) -> None:
@@ -121,8 +126,20 @@ class Trace:
         if attrs:
             span.attrs.update(attrs)
         if self.listeners:
-            for listener in self.listeners:
-                listener("end", span)
+            self._notify("end", span)
+
+    def _notify(self, event: str, span: Span) -> None:
+        """Call every listener. One that raises is not called again, and its exception ends
+        the run (raised as `CallbackRaised` once the others have been told)."""
+        failed: BaseException | None = None
+        for listener in list(self.listeners):
+            try:
+                listener(event, span)
+            except BaseException as exc:  # user code: even SystemExit must not escape the run
+                self.listeners.remove(listener)
+                failed = failed or exc
+        if failed is not None:
+            raise CallbackRaised(failed)
 
     def close_open_under(self, root: Span, status: str) -> None:
         """End every running span below ``root`` (a sub-agent that timed out or failed)."""
@@ -215,7 +232,11 @@ class Trace:
         columns = list(CALL_COLUMNS)
         if not rows:
             return pd.DataFrame({c: [] for c in columns}, columns=columns)
-        return pd.DataFrame.from_records([r.values() for r in rows], columns=columns)
+        frame = pd.DataFrame.from_records([r.values() for r in rows], columns=columns)
+        for column in _REPORTED:  # never reported in the whole run: NaN, like a gap
+            if frame[column].dtype == object:
+                frame[column] = frame[column].astype(float)
+        return frame
 
     def spans_frame(self) -> pd.DataFrame:
         """One row per span (all kinds), for filtering and timelines."""

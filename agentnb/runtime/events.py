@@ -1,0 +1,265 @@
+"""The points of a run that a stream and hooks watch, and the typed events a stream yields.
+
+A run passes the same points whether anyone watches or not: an agent starts, it calls its
+model (text arrives), it runs a tool, it hands off, it ends. The runner calls `RunEvents` at
+each of them, through the agent's ``state.events``, which is None when nobody watches (no
+stream, no hooks): one check, and nothing else, in a run that does not use them.
+
+`RunEvents` sends each point to a stream's sink as a frozen event (`AgentStarted`,
+`TextDelta`, ...) and to the hooks (`agentnb.Hooks`) of the run and of the agent. A hook
+that raises (any ``BaseException``) ends the run: its exception travels as `CallbackRaised`
+and becomes ``RunResult.error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CallbackRaised
+from ..models.deltas import TextChunk, stream_of
+from ..models.types import ModelResponse, ToolCall
+from .transfer import Transfer
+
+if TYPE_CHECKING:
+    from ..models.base import ModelClient
+    from ..models.types import ModelRequest
+    from ..trace.calls import CallRow
+    from ..trace.spans import Span
+    from .agent import Agent
+    from .context import RunContext
+    from .hooks import Hooks
+    from .result import RunResult
+    from .state import AgentRun
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What every event carries: whose it is and when (seconds since the run started)."""
+
+    agent: str
+    """The agent's name."""
+    path: str
+    """Where the agent sits in the hierarchy: ``coordinator/legal`` for a sub-agent."""
+    depth: int
+    span_id: str
+    """The span it belongs to: the agent's, its model call's or its tool call's."""
+    time: float
+
+
+@dataclass(frozen=True, slots=True)
+class AgentStarted(Event):
+    """An agent began: the root, a sub-agent called as a tool, or the target of a handoff."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(Event):
+    """A piece of the text a model is writing (``span_id``: its model call)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStarted(Event):
+    """A tool is about to run (``arguments``: the model's JSON text)."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnded(Event):
+    """A tool finished; ``result_text`` is what the model reads, ``ok`` False for a tool error,
+    a refusal or a sub-agent's failure."""
+
+    name: str
+    result_text: str
+    ok: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HandoffEvent(Event):
+    """``source`` handed the conversation to ``target`` (the event is the source's)."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEnded(Event):
+    """An agent gave its final output (not sent for an agent that handed off or failed)."""
+
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnded(Event):
+    """The run is over, well or not: the last event of a stream."""
+
+    result: RunResult
+
+
+Sink = Callable[[Event], None]
+
+
+class RunEvents:
+    """Where one agent's points go: a stream's ``sink`` and ``hooks`` (the run's, then its own)."""
+
+    __slots__ = ("hooks", "sink")
+
+    def __init__(self, sink: Sink | None = None, hooks: tuple[Hooks, ...] = ()) -> None:
+        self.sink = sink
+        self.hooks = hooks
+
+    async def agent_started(self, ctx: RunContext, state: AgentRun) -> None:
+        if self.sink is not None:
+            self.sink(AgentStarted(*_where(ctx, state, state.span)))
+        if self.hooks:
+            await self._hooks("on_agent_start", ctx, state.agent)
+
+    async def agent_ended(self, ctx: RunContext, state: AgentRun, output: Any) -> None:
+        if self.sink is not None:
+            self.sink(AgentEnded(*_where(ctx, state, state.span), output))
+        if self.hooks:
+            await self._hooks("on_agent_end", ctx, state.agent, output)
+
+    async def model_started(self, ctx: RunContext, state: AgentRun, request: ModelRequest) -> None:
+        if self.hooks:
+            await self._hooks("on_model_start", ctx, state.agent, request)
+
+    async def request(
+        self,
+        model: ModelClient,
+        request: ModelRequest,
+        ctx: RunContext,
+        state: AgentRun,
+        span: Span,
+    ) -> ModelResponse:
+        """The model's response; streamed (text deltas sent, first delta timed) for a stream."""
+        if self.sink is None:
+            return await model.request(request)
+        return await _streamed(model, request, ctx, state, span, self.sink)
+
+    async def model_ended(
+        self,
+        ctx: RunContext,
+        state: AgentRun,
+        response: ModelResponse,
+        row: CallRow,
+    ) -> None:
+        if self.hooks:
+            await self._hooks("on_model_end", ctx, state.agent, response, row.as_dict())
+
+    async def tool_started(
+        self, ctx: RunContext, state: AgentRun, span: Span, call: ToolCall
+    ) -> None:
+        if self.sink is not None:
+            self.sink(ToolCallStarted(*_where(ctx, state, span), call.name, call.arguments))
+        if self.hooks:
+            await self._hooks("on_tool_start", ctx, state.agent, call.name, call.arguments)
+
+    async def tool_ended(
+        self, ctx: RunContext, state: AgentRun, span: Span, call: ToolCall, result: Any, status: str
+    ) -> None:
+        text = result.note if isinstance(result, Transfer) else str(result)
+        if self.sink is not None:
+            self.sink(ToolCallEnded(*_where(ctx, state, span), call.name, text, status == "ok"))
+        if self.hooks:
+            await self._hooks("on_tool_end", ctx, state.agent, call.name, text)
+
+    async def handoff(self, ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
+        if self.sink is not None:
+            self.sink(HandoffEvent(*_where(ctx, state, state.span), source.name, target.name))
+        hooks = self.hooks
+        if target.hooks is not None and target.hooks not in hooks:  # a handoff *to* the agent
+            hooks = (*hooks, target.hooks)
+        await _call_hooks(hooks, "on_handoff", ctx, source, target)
+
+    async def _hooks(self, name: str, *args: Any) -> None:
+        await _call_hooks(self.hooks, name, *args)
+
+
+def events_for(ctx: RunContext, agent: Agent) -> RunEvents | None:
+    """What watches ``agent`` in this run: the run's stream and hooks, plus its own hooks."""
+    own = agent.hooks
+    if own is None:
+        return ctx.events
+    run = ctx.events
+    if run is None:
+        return RunEvents(None, (own,))
+    return RunEvents(run.sink, run.hooks if own in run.hooks else (*run.hooks, own))
+
+
+async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
+    """A handoff from ``source`` (still ``state.agent``) to ``target``."""
+    events = state.events if state.events is not None else events_for(ctx, target)
+    if events is not None:
+        await events.handoff(ctx, state, source, target)
+
+
+async def _call_hooks(hooks: tuple[Hooks, ...], name: str, *args: Any) -> None:
+    for each in hooks:
+        try:
+            result = getattr(each, name)(*args)
+            if inspect.isawaitable(result):
+                await result
+        except asyncio.CancelledError:
+            if being_cancelled():  # the run is being cancelled, not failing
+                raise
+            raise CallbackRaised(asyncio.CancelledError()) from None
+        except BaseException as exc:  # user code: any exception ends the run, as its error
+            raise CallbackRaised(exc) from None
+
+
+def being_cancelled() -> bool:
+    """Whether the running task was asked to cancel (so a CancelledError is the run's, not
+    one user code raised). Before Python 3.11 this cannot be told: assume it was."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return task is not None and (cancelling is None or bool(cancelling()))
+
+
+def _where(ctx: RunContext, state: AgentRun, span: Span) -> tuple[str, str, int, str, float]:
+    return state.agent.name, state.path, state.depth, span.span_id, ctx.trace.now()
+
+
+async def _streamed(
+    model: ModelClient,
+    request: ModelRequest,
+    ctx: RunContext,
+    state: AgentRun,
+    span: Span,
+    sink: Sink,
+) -> ModelResponse:
+    """One model call streamed: every text piece sent as a `TextDelta`, the first item of any
+    kind timed (the call's ``ttft_s``), the text so far kept on the span if the call fails."""
+    trace = ctx.trace
+    agent, path, depth, span_id = state.agent.name, state.path, state.depth, span.span_id
+    response: ModelResponse | None = None
+    pieces: list[str] = []
+    items = stream_of(model, request)
+    try:
+        async for item in items:
+            if "ttft_s" not in span.attrs:
+                span.attrs["ttft_s"] = trace.now() - span.started
+            if isinstance(item, ModelResponse):
+                response = item
+            elif isinstance(item, TextChunk):
+                pieces.append(item.text)
+                sink(TextDelta(agent, path, depth, span_id, trace.now(), item.text))
+    except BaseException:
+        if pieces:
+            span.attrs["partial_text"] = "".join(pieces)
+        raise
+    finally:
+        aclose = getattr(items, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    if response is None:
+        raise TypeError(f"{type(model).__name__}.stream ended without a ModelResponse")
+    if response.text and not pieces:  # a response with no text deltas: its text as one
+        sink(TextDelta(agent, path, depth, span_id, trace.now(), response.text))
+    return response
