@@ -50,6 +50,9 @@ async def run_concurrently(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         except asyncio.CancelledError:
             finished(False)
             raise
+        except (KeyboardInterrupt, SystemExit) as exc:  # asyncio would re-raise these in the loop
+            finished(True)
+            raise _Carried(exc) from None
         except BaseException:
             finished(True)
             raise
@@ -78,5 +81,24 @@ async def run_concurrently(coros: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
         for task in tasks:
             error = None if task.cancelled() else task.exception()
             if error is not None:
-                raise error
-    return [task.result() for task in tasks]  # re-raises the first error
+                raise _uncarried(error)
+    return [_outcome(task) for task in tasks]  # re-raises the first error
+
+
+class _Carried(Exception):
+    """Carries a `SystemExit` or `KeyboardInterrupt` out of a task: raised from a task's step,
+    those leave the event loop itself (ending a Jupyter kernel's loop, or ours)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def _uncarried(error: BaseException) -> BaseException:
+    return error.error if isinstance(error, _Carried) else error
+
+
+def _outcome(task: asyncio.Task[T]) -> T:
+    error = None if task.cancelled() else task.exception()
+    if isinstance(error, _Carried):
+        raise error.error
+    return task.result()

@@ -259,6 +259,9 @@ class AgentTool(Tool):
             raise
         except Exception as exc:  # a client crashed: the caller is told, as for any failure
             status, error = "error", f"ERROR: {self.name} failed: {type(exc).__name__}: {exc}"
+        except BaseException:  # SystemExit and the like from user code end the whole run
+            status = "error"
+            raise
         finally:
             _discard(ctx.active, state)
             trace.close_open_under(span, "cancelled" if status == "ok" else status)
