@@ -48,19 +48,37 @@ def without(key: str) -> dict:
 @pytest.mark.parametrize(
     ("line", "says"),
     [
-        ({"agent": "w", "request": REQUEST, "response": without("usage")}, "response.usage: Field required"),
-        (entry(tool_calls=[{"id": "c1", "arguments": "{}"}]), "response.tool_calls.0.name: Field required"),
+        (
+            {"agent": "w", "request": REQUEST, "response": without("usage")},
+            "response.usage: Field required",
+        ),
+        (
+            entry(tool_calls=[{"id": "c1", "arguments": "{}"}]),
+            "response.tool_calls.0.name: Field required",
+        ),
         (entry(text=42), "response.text: Input should be a valid string"),
         (entry(usage={"input_tokens": "3", "output_tokens": 1}), "response.usage.input_tokens"),
         (entry(stop_reason="finished"), "response.stop_reason"),
         ({"agent": "w", "request": REQUEST}, "either a response or an error"),
         ({"agent": "w", "response": RESPONSE}, "request: Field required"),
-        ({"agent": "w", "request": REQUEST, "error": {"message": "x"}}, "error.type: Field required"),
+        (
+            {"agent": "w", "request": REQUEST, "error": {"message": "x"}},
+            "error.type: Field required",
+        ),
         ({**entry(), "extra": 1}, "extra: Extra inputs are not permitted"),
     ],
-    ids=["no-usage", "tool-call-without-name", "text-a-number", "tokens-a-string",
-         "unknown-stop-reason", "no-outcome", "no-request", "error-without-type", "unknown-key"],
-)  # fmt: skip
+    ids=[
+        "no-usage",
+        "tool-call-without-name",
+        "text-a-number",
+        "tokens-a-string",
+        "unknown-stop-reason",
+        "no-outcome",
+        "no-request",
+        "error-without-type",
+        "unknown-key",
+    ],
+)
 def test_a_damaged_entry_names_file_line_and_field(tmp_path, line, says):
     path = tmp_path / "bad.jsonl"
     write(path, HEADER, entry(), line)

@@ -185,7 +185,7 @@ class Secret:
 
 
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{8,}")
-_MASKING = r"[*.\u2026#xX]{3,}"
+_MASKING = r"(?:[*\u2026#xX]{3,}|\.{3})"
 
 
 def scrub(text: str, *secrets: Secret | str | None) -> str:

@@ -329,7 +329,9 @@ class Slots(PerLoop[Slot]):
         elif failed.kind == "connect" and not failed.retryable:
             text += "; not retried, as nothing listens at that local address"
         if stop is not None:
-            text += f"; no more retries: {stop}"
+            text += f"; {'no more retries' if retries else 'not retried'}: {stop}"
+        if failed.status in (401, 403, 404):
+            text = text.rstrip(". ")
         if failed.status in (401, 403):
             text += f". Check the API key: set {owner.key_env} or pass api_key=..."
         elif failed.status == 404:

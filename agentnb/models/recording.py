@@ -100,6 +100,12 @@ class Recorder:
     def __repr__(self) -> str:
         return f"Recorder({self.model!r} -> {str(self.path)!r}, {self.calls} calls)"
 
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_lock(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _with_lock(self, state)
+
 
 @dataclass(slots=True)
 class _Entry:
@@ -196,6 +202,23 @@ class Replay:
     def __repr__(self) -> str:
         used = len(self._entries) - self.remaining
         return f"Replay({str(self.path)!r}, {used} of {len(self._entries)} calls used)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_lock(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _with_lock(self, state)
+
+
+def _without_lock(obj: Any) -> dict[str, Any]:
+    """A recorder's or replay's state to pickle (a sweep on other processes): its lock is
+    the copy's own."""
+    return {k: v for k, v in vars(obj).items() if k != "_lock"}
+
+
+def _with_lock(obj: Any, state: dict[str, Any]) -> None:
+    vars(obj).update(state)
+    obj._lock = threading.Lock()
 
 
 class _Absent:
