@@ -166,3 +166,27 @@ def test_a_caller_waiting_on_a_dead_loop_is_told_instead_of_hanging():
     assert a.run_sync(asyncio.sleep(0, result="new loop")) == "new loop"
     assert _loop.background_loop() is not loop
     loop.close()
+
+
+def test_with_timeouts_an_exit_in_an_async_tool_does_not_stop_the_caller_s_loop():
+    # Before Python 3.12, asyncio.wait_for runs its work in a task of its own: a SystemExit
+    # raised there would leave that task's step and stop the loop (here asyncio.run's).
+    async def explode(x: str) -> str:
+        """Raise."""
+        raise SystemExit(4)
+
+    async def main() -> tuple[BaseException | None, BaseException | None]:
+        alone = a.Agent("w", "Work.", a.ScriptedModel([a.tool_call("explode", x="1")]), [explode])
+        first = await a.run(alone, "go", timeout=30)
+        inner = a.Agent(
+            "helper", "Help.", a.ScriptedModel([a.tool_call("explode", x="1")]), [explode]
+        )
+        lead_model = a.ScriptedModel([a.tool_call("helper", input="go")])
+        lead = a.Agent("lead", "Lead.", lead_model, [inner.as_tool(timeout=30)])
+        second = await a.run(lead, "go")
+        return first.error, second.error
+
+    first, second = asyncio.run(main())  # would raise SystemExit if it had reached the loop
+
+    assert isinstance(first, SystemExit) and first.code == 4
+    assert isinstance(second, SystemExit) and second.code == 4

@@ -225,6 +225,9 @@ class AgentTool(Tool):
                 await asyncio.wait_for(_own_timeouts(loop), self.timeout)
         except _InnerTimeout as inner:
             cause = inner.error
+            if not isinstance(cause, Exception):  # SystemExit and the like end the whole run
+                status = "error"
+                raise cause from None
             status, error = "error", f"ERROR: {self.name} failed: {type(cause).__name__}: {cause}"
         except asyncio.TimeoutError:
             status, error = (

@@ -194,7 +194,9 @@ async def execute(
 
 class _InnerTimeout(Exception):
     """Carries a TimeoutError raised inside the run (an HTTP client's) past ``wait_for``,
-    which would otherwise be taken for the run's own timeout."""
+    which would otherwise be taken for the run's own timeout; and a SystemExit or
+    KeyboardInterrupt, which out of the task ``wait_for`` makes (before Python 3.12) would
+    stop the event loop itself."""
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
@@ -203,7 +205,7 @@ class _InnerTimeout(Exception):
 async def _own_timeouts(coro: Any) -> Any:
     try:
         return await coro
-    except asyncio.TimeoutError as exc:
+    except (asyncio.TimeoutError, KeyboardInterrupt, SystemExit) as exc:
         raise _InnerTimeout(exc) from None
 
 
