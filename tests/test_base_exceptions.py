@@ -190,3 +190,17 @@ def test_with_timeouts_an_exit_in_an_async_tool_does_not_stop_the_caller_s_loop(
 
     assert isinstance(first, SystemExit) and first.code == 4
     assert isinstance(second, SystemExit) and second.code == 4
+
+
+@pytest.mark.parametrize("kind", [SystemExit, KeyboardInterrupt, Abort])
+def test_a_guardrail_that_raises_a_base_exception_ends_the_run(kind):
+    def guard(ctx, agent, value):
+        raise kind("from the guardrail")
+
+    model = a.ScriptedModel([a.say("never")])
+    agent = a.Agent("worker", "Work.", model, input_guardrails=[guard])
+
+    result = a.run_sync(agent, "go")
+
+    assert not result.ok and type(result.error) is kind
+    assert _loop.background_loop().is_running()
