@@ -10,7 +10,8 @@ import pytest
 
 import agentnb as a
 from agentnb.models import Backoff
-from agentnb.models._http import AttemptTimeout, Deadline, Failure, is_loopback
+from agentnb.models._deadline import AttemptTimeout, Deadline
+from agentnb.models._http import Failure, is_loopback
 
 
 async def pieces(gaps: list[float]):

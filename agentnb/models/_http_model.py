@@ -2,45 +2,30 @@
 
 An adapter (`OpenAIModel`, `AnthropicModel`) keeps what is its provider's: how to make its
 SDK's client, one attempt on the wire, how to read a reply. The rest is here, written once:
-the constructor's common options, finding the key, one client per event loop and a limit on
-requests in flight (`Slots`), a bound on each attempt (`._http.Deadline`), retries with
-`._http.Backoff` and ``Retry-After`` (each retry traced as an event), reading an SDK's
-exceptions (`._http.Failure`), the `ModelHTTPError` a call ends with, closing, pickling.
+the constructor's common options, finding the key, reading an SDK's exceptions
+(`._http.Failure`), closing, pickling; and, through `._send.Slots`, one client per event
+loop, a limit on requests in flight, a bound on each attempt (`._deadline.Deadline`),
+retries with `._http.Backoff` and ``Retry-After`` (each retry traced as an event), and the
+`ModelHTTPError` a failed call ends with.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, ClassVar
 
-from ..errors import ModelHTTPError, UserError
-from ._http import (
-    AttemptTimeout,
-    Backoff,
-    Deadline,
-    Failure,
-    PerLoop,
-    Secret,
-    check_sending,
-    display_url,
-    scrub,
-    server_message,
-)
-from .types import ModelResponse
+from ..errors import UserError
+from ._deadline import AttemptTimeout
+from ._http import Backoff, Failure, Secret, check_sending, display_url, server_message
+from ._send import Slots
 
 NO_KEY = "not-needed"
 """Sent as the key to a server given by ``base_url`` when no key is set: vLLM, Ollama,
 LM Studio, llama.cpp and local proxies ignore it unless they were started with a key."""
 
 DEFAULT_BACKOFF = Backoff()
-
-Events = list[dict[str, Any]]
 
 
 class HTTPModel:
@@ -186,160 +171,3 @@ def _from_transport(exc: BaseException) -> bool:
     """Whether ``exc`` is an HTTP client's own (httpx or a fork) or a `Deadline`'s."""
     module = type(exc).__module__.split(".")[0]
     return module.startswith(("httpx", "httpcore")) or isinstance(exc, AttemptTimeout)
-
-
-@dataclass(slots=True)
-class Slot:
-    """One event loop's HTTP client and its limit on requests in flight."""
-
-    client: Any
-    semaphore: asyncio.Semaphore
-    owned: bool
-    """agentnb made the client, so agentnb closes it."""
-
-
-class Slots(PerLoop[Slot]):
-    """A model's way to its server: one `Slot` per event loop (the ``client`` given to the
-    model, shared, or one made per loop), and the send loop with its retries."""
-
-    def __init__(self, owner: HTTPModel) -> None:
-        super().__init__(self._new_slot)
-        self._owner = owner
-
-    def _new_slot(self) -> Slot:
-        owner = self._owner
-        semaphore = asyncio.Semaphore(owner.max_concurrency)
-        if owner._client is not None:
-            return Slot(owner._client, semaphore, owned=False)
-        return Slot(owner._new_client(), semaphore, owned=True)
-
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[tuple[Any, Events]]:
-        """The running loop's client, once a request may go, and the request's event list
-        (a wait for room under ``max_concurrency`` is its ``queue_wait`` event)."""
-        slot = self.get()
-        events: Events = []
-        queued = slot.semaphore.locked()
-        started = time.perf_counter()
-        async with slot.semaphore:
-            if queued:
-                events.append({"event": "queue_wait", "seconds": time.perf_counter() - started})
-            yield slot.client, events
-
-    async def send(
-        self,
-        attempt: Callable[[], Awaitable[Any]],
-        read: Callable[[Any], Awaitable[ModelResponse]],
-        events: Events,
-        *,
-        reply: str,
-        malformed: type[Exception],
-        fallback: Callable[[Failure], bool] | None = None,
-    ) -> ModelResponse:
-        """``read(await attempt())``, each attempt within the model's ``timeout``, retried
-        while that may help and the `Backoff` allows.
-
-        ``fallback`` may ask for another try at once after a failure that is not retried (a
-        weaker request); ``read`` turns the raw reply into a response, raising ``malformed``
-        (or ValueError, TypeError) when it is not ``reply``. A call that fails raises a
-        `ModelHTTPError` holding only text: no exception of the SDK is chained to it.
-        """
-        owner = self._owner
-        started = time.perf_counter()
-        retries = 0
-        waited = 0.0
-        while True:
-            failed = stop = None
-            try:
-                raw = await Deadline(owner.timeout).run(attempt())
-            except Exception as exc:
-                failed = owner._failure(exc)
-                if failed is None:
-                    raise
-            if failed is None:
-                break
-            if failed.retryable and retries < owner.max_retries:
-                wait, stop = self._next_wait(retries + 1, failed, waited)
-                if stop is None:
-                    retries += 1
-                    waited += wait
-                    status = failed.status if failed.status is not None else failed.kind
-                    events.append(
-                        {"event": "retry", "attempt": retries, "status": status, "wait_s": wait}
-                    )
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    continue
-            if stop is None and fallback is not None and fallback(failed):
-                continue
-            raise self.error(failed, retries, started, events, stop)
-        try:
-            response = await read(raw)
-        except (ValueError, TypeError, AttributeError) as exc:
-            text = raw.http_response.text
-            why = str(exc) if isinstance(exc, malformed) else "it is not valid JSON"
-            shown = text if len(text) <= 200 else text[:200] + "..."
-            failed = Failure(raw.status_code, f"a reply that is not {reply} ({why}): {shown!r}")
-        else:
-            response.events[:0] = events
-            return response
-        raise self.error(failed, retries, started, events)
-
-    def _next_wait(self, attempt: int, failed: Failure, waited: float) -> tuple[float, str | None]:
-        """The wait before retry ``attempt``, or why it is not made."""
-        backoff = self._owner.backoff
-        asked = failed.retry_after
-        if asked is not None and asked > backoff.max:
-            return 0.0, (
-                f"the server asked to be retried in {asked:,.0f} s (Retry-After), longer than "
-                f"Backoff(max={backoff.max:g}) allows; try again later"
-            )
-        wait = backoff.delay(attempt, asked)
-        if waited + wait > backoff.total:
-            return 0.0, (
-                f"waiting {wait:.1f} s more would pass Backoff(total={backoff.total:g}), the "
-                "most time spent waiting between the attempts of one call"
-            )
-        return wait, None
-
-    def scrub(self, text: str) -> str:
-        return scrub(text, self._owner._key)
-
-    def error(
-        self,
-        failed: Failure,
-        retries: int,
-        started: float,
-        events: Events,
-        stop: str | None = None,
-    ) -> ModelHTTPError:
-        """The error a failed call ends with: which model, where, what happened, what to do."""
-        owner = self._owner
-        where = owner.base_url or f"https://{owner.host}"
-        if failed.kind == "connect":
-            text = f"{owner.model}: could not connect to {where} (is the server running?)"
-        elif failed.status is not None:
-            text = f"{owner.model} at {where} answered HTTP {failed.status}: {failed.message}"
-        else:
-            text = f"{owner.model} at {where}: {failed.message}"
-        if retries:
-            tally = f"after {retries} retr{'y' if retries == 1 else 'ies'}"
-            tally += f", {time.perf_counter() - started:.1f} s"
-            text += f" {tally}" if failed.kind == "connect" else f" ({tally})"
-        elif failed.kind == "connect" and not failed.retryable:
-            text += "; not retried, as nothing listens at that local address"
-        if stop is not None:
-            text += f"; {'no more retries' if retries else 'not retried'}: {stop}"
-        if failed.status in (401, 403, 404):
-            text = text.rstrip(". ")
-        if failed.status in (401, 403):
-            text += f". Check the API key: set {owner.key_env} or pass api_key=..."
-        elif failed.status == 404:
-            text += ". Check the model name and base_url."
-        return ModelHTTPError(self.scrub(text), status=failed.status, events=events)
-
-    async def aclose(self) -> None:
-        """Close the running loop's client, if agentnb made it."""
-        slot = self.pop_current()
-        if slot is not None and slot.owned:
-            await slot.client.close()
