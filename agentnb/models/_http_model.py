@@ -137,7 +137,9 @@ class HTTPModel:
         if not isinstance(exc, sdk.APIError) and not _from_transport(exc):
             return None
         if isinstance(exc, sdk.APIError) and not isinstance(exc, sdk.APIConnectionError):
-            return Failure(None, f"an unreadable reply ({exc})", retryable=False)
+            return Failure(
+                None, f"an unreadable reply ({exc or type(exc).__name__})", retryable=False
+            )
         return Failure.of(exc, self._url or self.base_url, self.timeout)
 
     async def aclose(self) -> None:
