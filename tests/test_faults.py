@@ -7,8 +7,9 @@ nowhere: not in an error's text or chain, a pickle, a recording nor the log line
 (tests/secret_scan.py). Settings are short (timeouts of 0.2-0.3 s, backoffs of
 10 ms) so that the whole suite stays fast.
 
-Streaming does not exist yet in the adapters; when it does, a streamed variant of each case
-is a play built from `fault_server.sse_head`/`sse_event` instead of `response`.
+The adapters do not stream yet; when they do, a streamed variant of each case is a play
+built from `fault_server.sse_head`/`sse_event` instead of `response` (the last test shows a
+stream from this server bounded by the attempt's `Deadline`, as an adapter's would be).
 """
 
 from __future__ import annotations
@@ -22,11 +23,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic  # noqa: F401 (imported now, so that no run's time includes importing an SDK)
-import openai  # noqa: F401
+import openai
 import pytest
 from fake_anthropic_server import message, text
 from fake_openai_server import completion
-from fault_server import FaultServer, Hang, Play, Reset, Send, head, response, trickle
+from fault_server import (
+    Close,
+    FaultServer,
+    Hang,
+    Pause,
+    Play,
+    Reset,
+    Send,
+    head,
+    response,
+    sse_event,
+    sse_head,
+    trickle,
+)
 from secret_scan import KEY, MASKED, assert_no_key
 
 import agentnb as a
@@ -358,3 +372,49 @@ def test_a_coordinator_whose_one_sub_agent_meets_the_fault(name, provider, tmp_p
         assert helper_span.status == "error"
     check_trace(result, fault, model.name)
     assert_no_key(model, result, tmp_path / "run.jsonl")
+
+
+def _chunk(words: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1700000000,
+        "model": "fake-model",
+        "choices": [{"index": 0, "delta": {"content": words}, "finish_reason": None}],
+    }
+
+
+@pytest.mark.parametrize(("stall", "limit"), [(10.0, "idle"), (0.0, None)], ids=["stalls", "flows"])
+async def test_a_stream_from_the_fault_server_is_bounded_by_a_deadline(stall, limit):
+    # The shape a streamed variant of each fault takes once the adapters stream: the same
+    # server, a play of server-sent events, and the attempt's Deadline around the stream.
+    from agentnb.models._deadline import AttemptTimeout, Deadline
+
+    play = [
+        *sse_head(),
+        sse_event(_chunk("one ")),
+        Pause(0.01),
+        sse_event(_chunk("two ")),
+        Pause(stall),
+        sse_event(_chunk("three")),
+        sse_event("[DONE]"),
+        Close(),
+    ]
+    got: list[str] = []
+    with FaultServer([play]) as server:
+        client = openai.AsyncOpenAI(api_key=KEY, base_url=server.url + "/v1", max_retries=0)
+        deadline = Deadline(5.0, idle=0.2)
+        stream = await deadline.run(
+            client.chat.completions.create(model="fake-model", messages=[], stream=True)
+        )
+        try:
+            async for chunk in deadline.each(stream):
+                got.append(chunk.choices[0].delta.content or "")
+        except AttemptTimeout as stopped:
+            assert stopped.limit == limit
+        else:
+            assert limit is None
+        await client.close()
+
+    assert got == (["one ", "two "] if limit else ["one ", "two ", "three"])
+    assert server.seen == 1
