@@ -204,3 +204,19 @@ def test_a_guardrail_that_raises_a_base_exception_ends_the_run(kind):
 
     assert not result.ok and type(result.error) is kind
     assert _loop.background_loop().is_running()
+
+
+def test_a_stray_task_that_exits_does_not_end_the_loop_s_thread():
+    loop = _loop.background_loop()
+
+    async def stray() -> None:
+        raise SystemExit("from a task nobody awaits")
+
+    async def work() -> str:
+        task = asyncio.get_running_loop().create_task(stray())
+        await asyncio.sleep(0.01)  # the task runs, and its SystemExit leaves run_forever
+        assert task.done()
+        return "still served"
+
+    assert a.run_sync(work()) == "still served"
+    assert _loop.background_loop() is loop and loop.is_running()

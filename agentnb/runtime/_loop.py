@@ -35,11 +35,12 @@ _CHECK_EVERY = 0.25
 
 
 def _serve(loop: asyncio.AbstractEventLoop) -> None:
-    """The loop's thread: run the loop until it is stopped, whatever escapes from a task."""
+    """The loop's thread: run the loop until it is stopped, through a SystemExit or a
+    KeyboardInterrupt that a task's step lets out of ``run_forever``."""
     while True:
         try:
             loop.run_forever()
-        except BaseException:  # SystemExit/KeyboardInterrupt from a task step: the task holds it
+        except (KeyboardInterrupt, SystemExit):  # out of a task's step: the task holds it too
             continue
         return
 
