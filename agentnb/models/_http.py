@@ -206,12 +206,17 @@ def check_sending(max_concurrency: object, max_retries: object, timeout: object)
     """The options every HTTP adapter takes, checked the same way."""
     check_int("max_concurrency", max_concurrency, 1)
     check_int("max_retries", max_retries, 0)
-    if timeout is not None and (
-        not isinstance(timeout, (int, float))
-        or isinstance(timeout, bool)
-        or not 0 < timeout < float("inf")
+    check_seconds("timeout", timeout)
+
+
+def check_seconds(name: str, value: object) -> None:
+    """A number of seconds > 0 (finite), or None."""
+    if value is not None and (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not 0 < value < float("inf")
     ):
-        raise UserError(f"timeout must be seconds > 0 or None, got {timeout!r}")
+        raise UserError(f"{name} must be seconds > 0 or None, got {value!r}")
 
 
 def server_message(exc: Any) -> str:

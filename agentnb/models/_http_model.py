@@ -18,7 +18,15 @@ from typing import Any, ClassVar
 
 from ..errors import UserError
 from ._deadline import AttemptTimeout
-from ._http import Backoff, Failure, Secret, check_sending, display_url, server_message
+from ._http import (
+    Backoff,
+    Failure,
+    Secret,
+    check_seconds,
+    check_sending,
+    display_url,
+    server_message,
+)
 from ._send import Slots
 
 NO_KEY = "not-needed"
@@ -63,12 +71,14 @@ class HTTPModel:
         backoff: Backoff | float,
         params: Mapping[str, Any] | None,
         name: str | None,
+        stream_idle: float | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise UserError(
                 f"{self.provider} needs a model name such as {self.example!r}, got {model!r}"
             )
         check_sending(max_concurrency, max_retries, timeout)
+        check_seconds("stream_idle", stream_idle)
         if params is not None and not isinstance(params, Mapping):
             raise UserError(
                 f"params must be a dict of extra request fields, got {type(params).__name__}"
@@ -81,6 +91,7 @@ class HTTPModel:
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
         self.timeout = timeout
+        self.stream_idle = stream_idle
         self.backoff = Backoff.of(backoff)
         self.params = dict(params or {})
         self._key: Secret | None = None

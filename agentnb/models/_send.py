@@ -44,6 +44,11 @@ class Slots(PerLoop[Slot]):
         super().__init__(self._new_slot)
         self._owner = owner
 
+    @property
+    def owner(self) -> HTTPModel:
+        """The model these slots send for (its settings: timeout, retries, backoff)."""
+        return self._owner
+
     def _new_slot(self) -> Slot:
         owner = self._owner
         semaphore = asyncio.Semaphore(owner.max_concurrency)
@@ -83,11 +88,9 @@ class Slots(PerLoop[Slot]):
         `ModelHTTPError` holding only text: no exception of the SDK is chained to it.
         """
         owner = self._owner
-        started = time.perf_counter()
-        retries = 0
-        waited = 0.0
+        attempts = self.attempts(events)
         while True:
-            failed = stop = None
+            failed = None
             try:
                 raw = await Deadline(owner.timeout).run(attempt())
             except Exception as exc:
@@ -96,21 +99,11 @@ class Slots(PerLoop[Slot]):
                     raise
             if failed is None:
                 break
-            if failed.retryable and retries < owner.max_retries:
-                wait, stop = self._next_wait(retries + 1, failed, waited)
-                if stop is None:
-                    retries += 1
-                    waited += wait
-                    status = failed.status if failed.status is not None else failed.kind
-                    events.append(
-                        {"event": "retry", "attempt": retries, "status": status, "wait_s": wait}
-                    )
-                    if wait > 0:
-                        await asyncio.sleep(wait)
-                    continue
-            if stop is None and fallback is not None and fallback(failed):
+            if await attempts.again(failed):
                 continue
-            raise self.error(failed, retries, started, events, stop)
+            if attempts.stop is None and fallback is not None and fallback(failed):
+                continue
+            raise attempts.error(failed)
         try:
             response = await read(raw)
         except (ValueError, TypeError, AttributeError) as exc:
@@ -121,24 +114,11 @@ class Slots(PerLoop[Slot]):
         else:
             response.events[:0] = events
             return response
-        raise self.error(failed, retries, started, events)
+        raise attempts.error(failed)
 
-    def _next_wait(self, attempt: int, failed: Failure, waited: float) -> tuple[float, str | None]:
-        """The wait before retry ``attempt``, or why it is not made."""
-        backoff = self._owner.backoff
-        asked = failed.retry_after
-        if asked is not None and asked > backoff.max:
-            return 0.0, (
-                f"the server asked to be retried in {asked:,.0f} s (Retry-After), longer than "
-                f"Backoff(max={backoff.max:g}) allows; try again later"
-            )
-        wait = backoff.delay(attempt, asked)
-        if waited + wait > backoff.total:
-            return 0.0, (
-                f"waiting {wait:.1f} s more would pass Backoff(total={backoff.total:g}), the "
-                "most time spent waiting between the attempts of one call"
-            )
-        return wait, None
+    def attempts(self, events: Events) -> Attempts:
+        """The retry state of one call (a request, or a stream until its first delta)."""
+        return Attempts(self, events)
 
     def scrub(self, text: str) -> str:
         return scrub(text, self._owner._key)
@@ -150,8 +130,10 @@ class Slots(PerLoop[Slot]):
         started: float,
         events: Events,
         stop: str | None = None,
+        kind: type[ModelHTTPError] = ModelHTTPError,
     ) -> ModelHTTPError:
-        """The error a failed call ends with: which model, where, what happened, what to do."""
+        """The error a failed call ends with: which model, where, what happened, what to do
+        (a `ModelHTTPError`, or the subclass ``kind``)."""
         owner = self._owner
         where = owner.base_url or f"https://{owner.host}"
         if failed.kind == "connect":
@@ -174,10 +156,65 @@ class Slots(PerLoop[Slot]):
             text += f". Check the API key: set {owner.key_env} or pass api_key=..."
         elif failed.status == 404:
             text += ". Check the model name and base_url."
-        return ModelHTTPError(self.scrub(text), status=failed.status, events=events)
+        return kind(self.scrub(text), status=failed.status, events=events)
 
     async def aclose(self) -> None:
         """Close the running loop's client, if agentnb made it."""
         slot = self.pop_current()
         if slot is not None and slot.owned:
             await slot.client.close()
+
+
+class Attempts:
+    """One call's retries: how many were made, how long was waited, and why they stopped.
+
+    `again` decides after each failed attempt (and waits); `error` is the error the call ends
+    with. Requests (`Slots.send`) and streams (`._sse`) share it, so both follow one rule:
+    retry what may help, up to ``max_retries``, never waiting longer than ``Backoff.max`` at
+    once (a ``Retry-After`` asking for more ends the call) nor ``Backoff.total`` in all.
+    """
+
+    def __init__(self, slots: Slots, events: Events) -> None:
+        self._slots = slots
+        self._events = events
+        self.retries = 0
+        self.waited = 0.0
+        self.started = time.perf_counter()
+        self.stop: str | None = None
+        """Why a retryable failure was not retried (a wait the `Backoff` does not allow)."""
+
+    async def again(self, failed: Failure) -> bool:
+        """Whether to try again after ``failed``; if so, the wait is made and traced."""
+        owner = self._slots._owner
+        if not failed.retryable or self.retries >= owner.max_retries:
+            return False
+        backoff = owner.backoff
+        asked = failed.retry_after
+        if asked is not None and asked > backoff.max:
+            self.stop = (
+                f"the server asked to be retried in {asked:,.0f} s (Retry-After), longer than "
+                f"Backoff(max={backoff.max:g}) allows; try again later"
+            )
+            return False
+        wait = backoff.delay(self.retries + 1, asked)
+        if self.waited + wait > backoff.total:
+            self.stop = (
+                f"waiting {wait:.1f} s more would pass Backoff(total={backoff.total:g}), the "
+                "most time spent waiting between the attempts of one call"
+            )
+            return False
+        self.retries += 1
+        self.waited += wait
+        status = failed.status if failed.status is not None else failed.kind
+        self._events.append(
+            {"event": "retry", "attempt": self.retries, "status": status, "wait_s": wait}
+        )
+        if wait > 0:
+            await asyncio.sleep(wait)
+        return True
+
+    def error(
+        self, failed: Failure, *, kind: type[ModelHTTPError] = ModelHTTPError
+    ) -> ModelHTTPError:
+        """The error the call ends with (see `Slots.error`)."""
+        return self._slots.error(failed, self.retries, self.started, self._events, self.stop, kind)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any
 
@@ -30,6 +30,7 @@ from ._anthropic_wire import (
 )
 from ._http import Backoff, check_int
 from ._http_model import DEFAULT_BACKOFF, HTTPModel
+from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["AnthropicModel"]
@@ -43,7 +44,8 @@ class AnthropicModel(HTTPModel):
     configured ``anthropic.AsyncAnthropic`` as is (shared by every event loop).
 
     - ``max_tokens``: the answer's token limit (the API requires one) when the request sets none.
-    - ``max_concurrency``, ``max_retries``, ``timeout`` (each attempt as a whole), ``backoff``
+    - ``max_concurrency``, ``max_retries``, ``timeout`` (each attempt as a whole, a stream
+      included), ``stream_idle`` (the longest silence within a stream), ``backoff``
       (``Backoff(max=...)``: the longest wait a ``Retry-After`` may ask for;
       ``Backoff(total=...)``: the most waiting between the attempts of one call): as for
       `OpenAIModel`.
@@ -79,6 +81,7 @@ class AnthropicModel(HTTPModel):
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         cache: CacheMode = None,
+        stream_idle: float | None = None,
     ) -> None:
         check_int("max_tokens", max_tokens, 1)
         if structured not in ("tool", "native", "prompt"):
@@ -100,6 +103,7 @@ class AnthropicModel(HTTPModel):
             backoff=backoff,
             params=params,
             name=name,
+            stream_idle=stream_idle,
         )
         self.max_tokens = max_tokens
         self.structured: StructuredMode = structured
@@ -120,7 +124,7 @@ class AnthropicModel(HTTPModel):
             body = request_to_wire(
                 self.model, request, self.structured, self.max_tokens, self.cache
             )
-            params = {**(self.params or {}), **body.pop("extra_body", {})}  # ModelSettings.extra
+            params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
             extra = {"extra_body": params} if params else {}
 
             async def attempt() -> Any:
@@ -134,6 +138,14 @@ class AnthropicModel(HTTPModel):
             return await self._slots.send(
                 attempt, read, events, reply="a message", malformed=MalformedReply
             )
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The call streamed (its server-sent events): text and tool-call deltas, then the
+        response. Retried like `request` until the first delta; a stream broken after it (no
+        ``message_stop``) raises `agentnb.errors.StreamBroken`."""
+        from ._anthropic_stream import stream_message
+
+        return stream_message(self, request)
 
 
 def _installed() -> bool:

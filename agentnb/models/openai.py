@@ -20,7 +20,7 @@ never pickled. What it shares with `AnthropicModel` is in `._http_model.HTTPMode
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from ._openai_wire import (
     request_to_wire,
     response_from_wire,
 )
+from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["NO_KEY", "OpenAIModel"]
@@ -51,7 +52,10 @@ class OpenAIModel(HTTPModel):
 
     - ``max_concurrency``: requests in flight at once, per event loop; the rest wait their turn.
     - ``timeout``: seconds one attempt may take as a whole, from connecting to the last byte
-      of the reply (a reply that trickles in is cut off too); then it is retried.
+      of the reply (a reply that trickles in is cut off too; a streamed reply is bounded as a
+      whole the same way); then it is retried.
+    - ``stream_idle``: seconds a streamed reply may go without sending anything before the
+      attempt fails (None: only ``timeout`` bounds it).
     - ``max_retries``: retries of 429, 408/409, 5xx, timeouts and connection errors (a
       connection refused on a local address is not retried: no server is running there).
     - ``backoff``: a `Backoff`, or the first delay in seconds. ``Backoff(max=...)`` is the
@@ -90,6 +94,7 @@ class OpenAIModel(HTTPModel):
         structured: Structured = "auto",
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
+        stream_idle: float | None = None,
     ) -> None:
         if structured not in ("auto", "json_schema", "json_object", "prompt"):
             raise UserError(
@@ -106,6 +111,7 @@ class OpenAIModel(HTTPModel):
             backoff=backoff,
             params=params,
             name=name,
+            stream_idle=stream_idle,
         )
         self.structured: Structured = structured
         self._mode: StructuredMode = "json_schema" if structured == "auto" else structured
@@ -132,10 +138,7 @@ class OpenAIModel(HTTPModel):
                 body = request_to_wire(
                     self.model, request, mode, max_tokens_param=self._max_tokens_param
                 )
-                params = {
-                    **(self.params or {}),
-                    **body.pop("extra_body", {}),
-                }  # ModelSettings.extra
+                params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
                 extra = {"extra_body": params} if params else {}
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
@@ -173,3 +176,11 @@ class OpenAIModel(HTTPModel):
             if mode is not None and mode != self._mode:
                 self._mode = mode  # remember what this server accepts
             return response
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The call streamed (usage included): text and tool-call deltas, then the response.
+        Retried like `request` until the first delta; a stream broken after it (no finish
+        reason or no ``[DONE]``) raises `agentnb.errors.StreamBroken`."""
+        from ._openai_stream import stream_chat
+
+        return stream_chat(self, request)

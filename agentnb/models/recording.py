@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from ..errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
 from ..trace.sizes import dumps, request_payload
 from ._recording_file import FORMAT_VERSION, Entry, error_dict, read, response_dict
 from .base import ModelClient
+from .deltas import StreamItem, stream_of
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
 
 
@@ -90,6 +92,23 @@ class Recorder:
             {"agent": request.agent, "request": payload, "response": response_dict(response)}
         )
         return response
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The wrapped model's stream (or its response as one delta), passed on as it comes;
+        the call is written down when it ends, as for `request`."""
+        return self._stream(request)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        payload = request_payload(request)
+        try:
+            async for item in stream_of(self.model, request):
+                if isinstance(item, ModelResponse):
+                    entry = {"agent": request.agent, "request": payload}
+                    self._write({**entry, "response": response_dict(item)})
+                yield item
+        except AgentRunError as exc:
+            self._write({"agent": request.agent, "request": payload, "error": error_dict(exc)})
+            raise
 
     def _write(self, entry: dict[str, Any]) -> None:
         line = dumps(entry) + "\n"
