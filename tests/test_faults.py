@@ -7,9 +7,11 @@ nowhere: not in an error's text or chain, a pickle, a recording nor the log line
 (tests/secret_scan.py). Settings are short (timeouts of 0.2-0.3 s, backoffs of
 10 ms) so that the whole suite stays fast.
 
-The adapters do not stream yet; when they do, a streamed variant of each case is a play
-built from `fault_server.sse_head`/`sse_event` instead of `response` (the last test shows a
-stream from this server bounded by the attempt's `Deadline`, as an adapter's would be).
+Each case runs four ways: OpenAIModel and AnthropicModel, with whole replies (`run_sync`) and
+with streamed ones (`stream_sync`, the server's 200s then being server-sent events). Where a
+stream must end differently (a stream that broke after its first delta is not retried: what
+was shown cannot be taken back) the case says so in ``in_stream``; a few faults exist in one
+form only (``only``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ import json
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anthropic  # noqa: F401 (imported now, so that no run's time includes importing an SDK)
 import openai
 import pytest
-from fake_anthropic_server import message, text
+from fake_anthropic_server import error_event, message, text
+from fake_anthropic_server import streamed as anthropic_stream
 from fake_openai_server import completion
+from fake_openai_server import streamed as openai_stream
 from fault_server import (
     Close,
     FaultServer,
@@ -64,15 +68,18 @@ add = a.tool(_add, name="add")  # its function has a module-level name: results 
 class Provider:
     name: str
     prefix: str
-    ok: Callable[[str], dict[str, Any]]
-    call: Callable[[str, Any], dict[str, Any]]
+    ok: Callable[[str], Play]
+    """A reply with this text, as a whole body or as a stream."""
+    call: Callable[[str, Any], Play]
     """A reply calling tool ``name`` with these arguments (raw JSON text for OpenAI)."""
     error: Callable[[int, str], dict[str, Any]]
+    streamed: bool = False
+    """Runs stream (`agentnb.stream_sync`), and the server's 200s are server-sent events."""
 
     def model(self, url: str, **options: Any) -> a.OpenAIModel | a.AnthropicModel:
         settings = {**SETTINGS, **options}
         base = url + self.prefix
-        if self.name == "openai":
+        if self.name.startswith("openai"):
             return a.OpenAIModel("fake-model", base_url=base, api_key=KEY, **settings)
         return a.AnthropicModel("claude-test", base_url=base, api_key=KEY, **settings)
 
@@ -83,23 +90,71 @@ def _openai_call(name: str, arguments: Any) -> dict[str, Any]:
     return body
 
 
+def _sse(events: list[str], gap: float = 0.0) -> Play:
+    """A streamed reply: the events, ``gap`` seconds apart, then the server closes."""
+    steps: Play = [*sse_head()]
+    for i, event in enumerate(events):
+        steps += [*([Pause(gap)] if i and gap else []), Send(event.encode())]
+    return [*steps, Close()]
+
+
+_WHOLE_PIECE = 10**9  # an argument or a text in one delta
+
+
+def _openai_sse_call(name: str, raw: str) -> list[str]:
+    marker = {"raw": 1}  # replaced by the raw (maybe invalid) arguments text
+    events = openai_stream(tool_calls=[(name, marker)], piece=_WHOLE_PIECE).events
+    old, new = json.dumps(json.dumps(marker))[1:-1], json.dumps(raw)[1:-1]
+    return [e.replace(old, new) for e in events]
+
+
+def _anthropic_sse_call(name: str, arguments: Any) -> list[str]:
+    block = {"type": "tool_use", "id": "toolu_1", "name": name, "input": {"raw": 1}}
+    events = anthropic_stream(block, piece=_WHOLE_PIECE).events
+    raw = json.dumps(arguments)  # a stream sends the input as JSON text
+    return [
+        e.replace(json.dumps(json.dumps({"raw": 1}))[1:-1], json.dumps(raw)[1:-1]) for e in events
+    ]
+
+
+def text_events(p: Provider, words: str, piece: int = 4) -> list[str]:
+    """A streamed text reply's events, ``piece`` characters per delta."""
+    if p.name.startswith("openai"):
+        return openai_stream(words, piece=piece).events
+    return anthropic_stream(text(words), piece=piece).events
+
+
 OPENAI = Provider(
     "openai",
     "/v1",
-    lambda words: completion(words),
-    _openai_call,
+    lambda words: response(200, completion(words)),
+    lambda name, arguments: response(200, _openai_call(name, arguments)),
     lambda status, said: {"error": {"message": said, "type": "test_error"}},
 )
 ANTHROPIC = Provider(
     "anthropic",
     "",
-    lambda words: message(text(words)),
-    lambda name, arguments: message(
-        {"type": "tool_use", "id": "toolu_1", "name": name, "input": arguments}
+    lambda words: response(200, message(text(words))),
+    lambda name, arguments: response(
+        200, message({"type": "tool_use", "id": "toolu_1", "name": name, "input": arguments})
     ),
     lambda status, said: {"type": "error", "error": {"type": "api_error", "message": said}},
 )
-PROVIDERS = [OPENAI, ANTHROPIC]
+OPENAI_STREAMED = replace(
+    OPENAI,
+    name="openai-streamed",
+    ok=lambda words: _sse(openai_stream(words, piece=_WHOLE_PIECE).events),
+    call=lambda name, arguments: _sse(_openai_sse_call(name, arguments)),
+    streamed=True,
+)
+ANTHROPIC_STREAMED = replace(
+    ANTHROPIC,
+    name="anthropic-streamed",
+    ok=lambda words: _sse(anthropic_stream(text(words), piece=_WHOLE_PIECE).events),
+    call=lambda name, arguments: _sse(_anthropic_sse_call(name, arguments)),
+    streamed=True,
+)
+PROVIDERS = [OPENAI, ANTHROPIC, OPENAI_STREAMED, ANTHROPIC_STREAMED]
 
 
 @dataclass(frozen=True)
@@ -121,6 +176,16 @@ class Fault:
     options: dict[str, Any] = field(default_factory=dict)
     refused: bool = False
     """No server at all: nothing listens on the port."""
+    in_stream: dict[str, Any] = field(default_factory=dict)
+    """What differs when the reply is streamed (a stream that broke after its first delta
+    is not retried: what was shown cannot be taken back)."""
+    only: str | None = None
+    """"whole" or "streamed": a fault of one form only."""
+    output: str | None = None
+    """The answer of a run that finishes, when not one of the replies' usual texts."""
+
+    def expected(self, provider: Provider) -> Fault:
+        return replace(self, **self.in_stream) if provider.streamed else self
 
 
 def _error(
@@ -130,23 +195,60 @@ def _error(
 
 
 def _then_ok(first: Callable[[Provider], list[Play]]) -> Callable[[Provider], list[Play]]:
-    return lambda p: [*first(p), response(200, p.ok("fine"))]
+    return lambda p: [*first(p), p.ok("fine")]
 
 
 def _http_date(seconds_from_now: float) -> str:
     return email.utils.formatdate(time.time() + seconds_from_now, usegmt=True)
 
 
+def _body(p: Provider, words: str) -> dict[str, Any]:
+    """A whole reply's JSON body with this text."""
+    return completion(words) if p.name.startswith("openai") else message(text(words))
+
+
 def _half(p: Provider) -> list[Play]:
-    body = json.dumps(p.ok("a reply that is cut off half-way")).encode()
+    """The reply cut by a reset: half its body, or a stream's first two events."""
+    if p.streamed:
+        events = text_events(p, "a reply that is cut off half-way")
+        return [[*_sse(events[: len(events) // 2])[:-1], Reset()]]
+    body = json.dumps(_body(p, "a reply that is cut off half-way")).encode()
     return [[Send(head(200, None, len(body)) + body[: len(body) // 2]), Reset()]]
 
 
+def _trickle(p: Provider) -> list[Play]:
+    """A reply that comes slowly: a byte, or a stream's event, every 20 ms."""
+    if p.streamed:
+        return [_sse(text_events(p, "slow " * 20, piece=1), gap=0.02)]
+    return [trickle(_body(p, "slow " * 20), every=0.02)]
+
+
 def _truncated_json(p: Provider) -> list[Play]:
-    body = json.dumps(p.ok("cut"))
+    body = json.dumps(_body(p, "cut"))
     return [response(200, body[: len(body) // 2])]
 
 
+def _non_utf8(p: Provider) -> list[Play]:
+    if p.streamed:
+        events = text_events(p, "caf-", piece=100)
+        return [
+            [*sse_head(), *(Send(e.encode().replace(b"caf-", b"caf\xe9")) for e in events), Close()]
+        ]
+    return [response(200, json.dumps(_body(p, "caf-")).encode().replace(b"caf-", b"caf\xe9"))]
+
+
+def _error_event(p: Provider) -> list[Play]:
+    """A stream whose first event is an error (the server is overloaded), then a good one."""
+    if p.name.startswith("openai"):
+        event = sse_event({"error": {"message": "overloaded, try again", "code": 529}})
+        return [[*sse_head(), event, Close()], p.ok("fine")]
+    return [
+        [*sse_head(), Send(error_event("overloaded_error", "Overloaded").encode()), Close()],
+        p.ok("fine"),
+    ]
+
+
+BROKEN = "a stream that broke off after it began"
 BIG = "x" * 10_000_000
 
 FAULTS: dict[str, Fault] = {
@@ -161,7 +263,12 @@ FAULTS: dict[str, Fault] = {
         lambda p: [[Reset()]], ok=False, seen=3, retries=2, says="the connection was reset"
     ),
     "reset-during-the-body": Fault(
-        _half, ok=False, seen=3, retries=2, says="the connection was reset while reading the reply"
+        _half,
+        ok=False,
+        seen=3,
+        retries=2,
+        says="the connection was reset while reading the reply",
+        in_stream={"seen": 1, "retries": 0, "says": f"{BROKEN} (the connection was reset"},
     ),
     "never-answers": Fault(
         lambda p: [[Hang()]],
@@ -172,12 +279,35 @@ FAULTS: dict[str, Fault] = {
         says="no complete reply within the timeout of 0.2 s",
     ),
     "trickling-body": Fault(
-        lambda p: [trickle(p.ok("slow " * 20), every=0.02)],
+        _trickle,
         ok=False,
         seen=2,
         retries=1,
         options=BRIEF,
         says="no complete reply within the timeout of 0.2 s",
+        in_stream={
+            "seen": 1,
+            "retries": 0,
+            "says": f"{BROKEN} (no complete reply within the timeout of 0.2 s)",
+        },
+    ),
+    "stream-stalls-past-its-idle-limit": Fault(
+        lambda p: [[*_sse(text_events(p, "one two three four")[:6])[:-1], Pause(10.0)]],
+        ok=False,
+        seen=1,
+        options={"timeout": 5.0, "stream_idle": 0.1},
+        says=f"{BROKEN} (nothing came for 0.1 s while streaming the reply)",
+        only="streamed",
+    ),
+    "stream-ends-without-its-end-marker": Fault(
+        lambda p: [_sse(text_events(p, "one two three")[:4])],
+        ok=False,
+        seen=1,
+        says=BROKEN,
+        only="streamed",
+    ),
+    "error-event-before-the-first-delta-then-ok": Fault(
+        _error_event, ok=True, seen=2, retries=1, only="streamed"
     ),
     "not-json": Fault(
         lambda p: [
@@ -187,16 +317,20 @@ FAULTS: dict[str, Fault] = {
         seen=1,
         status=200,
         says="answered HTTP 200: a reply that is not a ",
+        in_stream={"seen": 3, "retries": 2, "status": None, "says": "ended its stream early ("},
     ),
     "truncated-json": Fault(
-        _truncated_json, ok=False, seen=1, status=200, says="(it is not valid JSON)"
+        _truncated_json, ok=False, seen=1, status=200, says="(it is not valid JSON)", only="whole"
     ),
     "non-utf8-bytes": Fault(
-        lambda p: [response(200, json.dumps(p.ok("caf-")).encode().replace(b"caf-", b"caf\xe9"))],
+        _non_utf8,
         ok=False,
         seen=1,
         status=200,
         says="(it is not valid JSON)",
+        # a stream's lines are decoded as browsers decode server-sent events: the byte that
+        # is not UTF-8 becomes U+FFFD and the answer comes through
+        in_stream={"ok": True, "status": None, "output": "caf\ufffd"},
     ),
     "401-echoing-the-key": Fault(
         _error(401, f"Incorrect API key provided: {MASKED}. Your key {KEY} was refused."),
@@ -260,21 +394,21 @@ FAULTS: dict[str, Fault] = {
     ),
     "tool-call-with-invalid-json-arguments": Fault(
         lambda p: [
-            response(200, p.call("add", '{"x": 1,' if p is OPENAI else "{bad")),
-            response(200, p.ok("sorry")),
+            p.call("add", '{"x": 1,' if p.name.startswith("openai") else "{bad"),
+            p.ok("sorry"),
         ],
         ok=True,
         seen=2,
     ),
     "tool-call-of-an-unknown-tool": Fault(
         lambda p: [
-            response(200, p.call("nosuch", "{}" if p is OPENAI else {})),
-            response(200, p.ok("sorry")),
+            p.call("nosuch", "{}" if p.name.startswith("openai") else {}),
+            p.ok("sorry"),
         ],
         ok=True,
         seen=2,
     ),
-    "10-mb-reply": Fault(lambda p: [response(200, p.ok(BIG))], ok=True, seen=1, within=10.0),
+    "10-mb-reply": Fault(lambda p: [p.ok(BIG)], ok=True, seen=1, within=10.0),
 }
 
 
@@ -298,8 +432,19 @@ def run_against(
 ):
     model = provider.model(url, **fault.options)
     recorder = a.record(model, tmp_path / "run.jsonl")
-    result = a.run_sync(agent(recorder), "go")
+    if provider.streamed:
+        result = list(a.stream_sync(agent(recorder), "go"))[-1].result
+    else:
+        result = a.run_sync(agent(recorder), "go")
     return model, result
+
+
+def case(name: str, provider: Provider) -> Fault:
+    fault = FAULTS[name]
+    form = "streamed" if provider.streamed else "whole"
+    if fault.only not in (None, form):
+        pytest.skip(f"a fault of {fault.only} replies only")
+    return fault.expected(provider)
 
 
 def check_trace(result: a.RunResult, fault: Fault, model_name: str) -> None:
@@ -318,7 +463,7 @@ def check_trace(result: a.RunResult, fault: Fault, model_name: str) -> None:
 
 @pytest.mark.parametrize("name", list(FAULTS))
 def test_a_single_agent(name, provider, tmp_path):
-    fault = FAULTS[name]
+    fault = case(name, provider)
     with served(fault, provider) as server:
         url = f"http://127.0.0.1:{_free_port()}" if fault.refused else server.url
         model, result = run_against(
@@ -328,13 +473,16 @@ def test_a_single_agent(name, provider, tmp_path):
     assert result.ok is fault.ok, result.error
     assert server.seen == fault.seen
     if fault.ok:
-        assert result.output in ("fine", "sorry", BIG)
+        assert result.output in ((fault.output,) if fault.output else ("fine", "sorry", BIG))
     else:
         assert isinstance(result.error, a.ModelHTTPError)
         assert fault.says in str(result.error)
         assert result.error.status == fault.status
         assert result.spans[0].status == "error"
-        assert any('"run_end"' in line and "ModelHTTPError" in line for line in result.log_lines())
+        assert any(
+            '"run_end"' in line and type(result.error).__name__ in line
+            for line in result.log_lines()
+        )
     check_trace(result, fault, model.name)
     if name.startswith("tool-call"):
         sent_back = json.dumps(server.requests[1].json())
@@ -344,7 +492,7 @@ def test_a_single_agent(name, provider, tmp_path):
 
 @pytest.mark.parametrize("name", list(FAULTS))
 def test_a_coordinator_whose_one_sub_agent_meets_the_fault(name, provider, tmp_path):
-    fault = FAULTS[name]
+    fault = case(name, provider)
     lead_model = a.ScriptedModel(
         [[a.tool_call("helper", input="look"), a.tool_call("steady", input="look")], a.say("done")]
     )
@@ -367,7 +515,8 @@ def test_a_coordinator_whose_one_sub_agent_meets_the_fault(name, provider, tmp_p
     if fault.ok:
         assert helper_span.status == "ok"
     else:
-        assert told["helper"].startswith("ERROR: helper failed: ModelHTTPError: ")
+        kind = "StreamBroken" if fault.says.startswith(BROKEN) else "ModelHTTPError"
+        assert told["helper"].startswith(f"ERROR: helper failed: {kind}: ")
         assert fault.says in told["helper"]
         assert helper_span.status == "error"
     check_trace(result, fault, model.name)
@@ -418,3 +567,18 @@ async def test_a_stream_from_the_fault_server_is_bounded_by_a_deadline(stall, li
 
     assert got == (["one ", "two "] if limit else ["one ", "two ", "three"])
     assert server.seen == 1
+
+
+def test_a_streamed_run_recorded_replays_offline(tmp_path):
+    path = tmp_path / "streamed.jsonl"
+    with FaultServer([OPENAI_STREAMED.ok("from the stream")]) as server:
+        model = OPENAI_STREAMED.model(server.url)
+        events = list(a.stream_sync(a.Agent("w", "Work.", a.record(model, path)), "go"))
+    original = events[-1].result
+
+    replayed = a.run_sync(a.Agent("w", "Work.", a.replay(path)), "go")
+
+    assert original.ok and replayed.ok, (original.error, replayed.error)
+    assert [e.text for e in events if isinstance(e, a.TextDelta)] == ["from the stream"]
+    assert replayed.output == original.output == "from the stream"
+    assert KEY[:8] not in path.read_text()
