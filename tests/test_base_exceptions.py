@@ -220,3 +220,34 @@ def test_a_stray_task_that_exits_does_not_end_the_loop_s_thread():
 
     assert a.run_sync(work()) == "still served"
     assert _loop.background_loop() is loop and loop.is_running()
+
+
+def test_a_stream_read_from_a_dead_loop_is_told_instead_of_hanging():
+    loop = _loop.background_loop()
+    started = threading.Event()
+
+    async def hang(request: a.ModelRequest) -> a.ModelResponse:
+        started.set()
+        await asyncio.sleep(3600)
+        raise AssertionError("never")
+
+    agent = a.Agent("w", "Work.", a.FunctionModel(hang))
+    outcome: list[BaseException | str] = []
+
+    def reader() -> None:
+        try:
+            for _ in a.stream_sync(agent, "go"):
+                pass
+            outcome.append("ended")
+        except BaseException as exc:
+            outcome.append(exc)
+
+    waiting = threading.Thread(target=reader, daemon=True)
+    waiting.start()
+    assert started.wait(10)
+    loop.call_soon_threadsafe(loop.stop)
+    waiting.join(30)  # a bound for a broken build only: the reader is told within a second
+
+    assert not waiting.is_alive(), "the stream's reader is still waiting on a loop that is gone"
+    assert len(outcome) == 1 and isinstance(outcome[0], a.AgentnbError)
+    loop.close()

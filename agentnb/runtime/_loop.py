@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import queue
 import threading
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
@@ -166,13 +167,28 @@ def _result(future: concurrent.futures.Future[T], thread: threading.Thread | Non
         try:
             future.exception(timeout=_CHECK_EVERY)  # waits, without raising the outcome
         except concurrent.futures.TimeoutError:
-            if thread is None or not thread.is_alive():
-                raise AgentnbError(
-                    "agentnb's background event loop stopped while this call was waiting on it, "
-                    "so the call cannot finish. Run it again: a new loop will be started."
-                ) from None
+            _check_alive(thread)
             continue
         return future.result()
+
+
+def take(inbox: queue.SimpleQueue[T]) -> T:
+    """``inbox.get()`` for an inbox the background loop fills, unless the loop's thread dies
+    first (`AgentnbError` then, within `_CHECK_EVERY` seconds, instead of waiting for ever)."""
+    thread = _thread
+    while True:
+        try:
+            return inbox.get(timeout=_CHECK_EVERY)
+        except queue.Empty:
+            _check_alive(thread)
+
+
+def _check_alive(thread: threading.Thread | None) -> None:
+    if thread is None or not thread.is_alive():
+        raise AgentnbError(
+            "agentnb's background event loop stopped while this call was waiting on it, "
+            "so the call cannot finish. Run it again: a new loop will be started."
+        ) from None
 
 
 _main_blocked = 0

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import RunCancelled, UserError
 from ..models.types import Message, Usage
-from ._loop import background_loop, blocking, in_background_loop
+from ._loop import background_loop, blocking, in_background_loop, take
 from .agent import Agent
 from .context import RunContext
 from .events import Event, RunEnded, RunEvents, being_cancelled
@@ -176,7 +176,7 @@ def _events_of(stream: RunStream) -> Iterator[Event]:
         while True:
             try:
                 with blocking():
-                    event = inbox.get()
+                    event = take(inbox)  # AgentnbError if the loop dies meanwhile
             except KeyboardInterrupt:
                 if interrupted:  # a second interrupt: stop waiting for the run to wind down
                     raise
