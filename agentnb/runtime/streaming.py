@@ -187,7 +187,7 @@ def _events_of(stream: RunStream) -> Iterator[Event]:
             if isinstance(event, RunEnded):
                 return
     finally:
-        if not future.done():  # the loop was left early: stop the run
+        if not future.done() and loop.is_running():  # left early: stop the run (if it can be)
             loop.call_soon_threadsafe(stream.cancel)
             try:
                 future.result(timeout=10)
