@@ -8,6 +8,7 @@ never trips it; a deadline bounds the attempt from its start to its last byte.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator, Awaitable
 from typing import NoReturn, TypeVar
 
@@ -54,12 +55,21 @@ class Deadline:
             left, limit = self.idle, "idle"
         if left is None:
             return await awaitable
+        if sys.version_info >= (3, 11):  # in this task: no task per attempt or per line
+            scope = asyncio.timeout(left)
+            try:
+                async with scope:
+                    return await awaitable
+            except TimeoutError:
+                if scope.expired():
+                    self._expired(limit)
+                raise  # a TimeoutError of the awaitable's own
         try:
             return await asyncio.wait_for(awaitable, left)
         except asyncio.TimeoutError:
             if limit == "idle" or (self._left() or 0.0) <= 0.0:
                 self._expired(limit)
-            raise  # a TimeoutError of the awaitable's own
+            raise
 
     def _expired(self, limit: str) -> NoReturn:
         seconds = self.idle if limit == "idle" else self.timeout
