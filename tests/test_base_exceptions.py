@@ -251,3 +251,19 @@ def test_a_stream_read_from_a_dead_loop_is_told_instead_of_hanging():
     assert not waiting.is_alive(), "the stream's reader is still waiting on a loop that is gone"
     assert len(outcome) == 1 and isinstance(outcome[0], a.AgentnbError)
     loop.close()
+
+
+@pytest.mark.parametrize("kind", [SystemExit, KeyboardInterrupt, Abort])
+def test_a_hook_that_raises_a_base_exception_ends_the_run(kind):
+    class Exiting(a.Hooks):
+        async def on_tool_start(self, *args, **kwargs) -> None:
+            raise kind("from the hook")
+
+    model = a.ScriptedModel([a.tool_call("explode", x="1"), a.say("never")])
+    agent = a.Agent("worker", "Work.", model, [raiser(ValueError)])
+
+    result = a.run_sync(agent, "go", hooks=Exiting())
+
+    assert not result.ok and type(result.error) is kind
+    assert len(model.requests) == 1
+    assert _loop.background_loop().is_running()
