@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._anthropic_wire import StructuredMode, request_to_wire, response_from_wire
 from ._http import Failure
-from ._sse import Retries, ServerError, ServerEvent, attrs, stream_with_retries
+from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse
 
@@ -125,8 +125,7 @@ async def stream_message(model: AnthropicModel, request: ModelRequest) -> AsyncI
         def reader() -> MessageStream:
             return MessageStream(request, model.structured)
 
-        retries = Retries(model.max_retries, model.backoff, model._failure)
-        items = stream_with_retries(model._slots, open_stream, reader, retries, events)
+        items = stream_with_retries(model._slots, open_stream, reader, events)
         async with aclosing(items):
             async for item in items:
                 yield item

@@ -1,25 +1,26 @@
-"""Plumbing shared by adapters that talk HTTP: backoff, Retry-After, secrets, per-loop clients,
-and the send loop itself (`Slots.send`).
+"""Rules shared by adapters that talk HTTP: how long an attempt may take, how long to wait
+before the next, what a failed attempt was, what counts as a secret.
 
 None of it knows a provider. It lives apart from the adapters so that the conversion code
-stays readable and the rules (how long to wait, what is retried, what an error says, what
-counts as a secret) are written once.
+stays readable and the rules are written once; `._http_model` puts them together into the
+base class of the adapters. The bound on one attempt is `._deadline.Deadline`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import ipaddress
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
+from urllib.parse import urlsplit
 
-from ..errors import ModelHTTPError, UserError
-from .types import ModelResponse
+from ..errors import UserError
+from ._deadline import AttemptTimeout
 
 T = TypeVar("T")
 
@@ -29,27 +30,43 @@ RETRYABLE_STATUS = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """How long to wait before retry number ``attempt`` (1, 2, ...).
+    """How long to wait before retry number ``attempt`` (1, 2, ...), and when to stop waiting.
 
     Exponential: ``initial * multiplier ** (attempt - 1)``, capped at ``max``, of which the
     fraction ``jitter`` is drawn at random so that many clients that failed together do not
-    retry together. A server's ``Retry-After`` replaces the computed delay (still capped at
-    ``max``: a server asking for an hour is better answered with an error than a frozen cell).
+    retry together. A server's ``Retry-After`` replaces the computed delay.
+
+    - ``max``: the longest single wait (seconds). A server asking, with ``Retry-After``, for
+      longer than this ends the call at once with an error saying how long it asked for: an
+      error is better than a frozen cell.
+    - ``total``: the most time spent waiting between the attempts of one call (seconds). A
+      retry whose wait would go past it is not made; the call ends with the last error.
     """
 
     initial: float = 0.5
     multiplier: float = 2.0
     max: float = 60.0
     jitter: float = 0.5
+    total: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.initial < 0 or self.multiplier < 1 or self.max < 0 or not 0 <= self.jitter <= 1:
+        numbers = (self.initial, self.multiplier, self.max, self.jitter, self.total)
+        if (
+            not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
+            or not all(n == n for n in numbers)  # NaN
+            or self.initial < 0
+            or self.multiplier < 1
+            or self.max < 0
+            or not 0 <= self.jitter <= 1
+            or self.total < 0
+        ):
             raise UserError(
-                "Backoff needs initial >= 0, multiplier >= 1, max >= 0 and 0 <= jitter <= 1, "
-                f"got {self}"
+                "Backoff needs initial >= 0, multiplier >= 1, max >= 0, 0 <= jitter <= 1 and "
+                f"total >= 0 (seconds), got {self}"
             )
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """The wait before retry ``attempt``: ``retry_after`` when the server gave one."""
         if retry_after is not None:
             return min(max(retry_after, 0.0), self.max)
         base = min(self.initial * self.multiplier ** max(attempt - 1, 0), self.max)
@@ -86,7 +103,8 @@ def retry_after(headers: Mapping[str, str] | None) -> float | None:
 
 
 class Secret:
-    """A credential that never shows itself: its repr and str are masked."""
+    """A credential that never shows itself: its repr and str are masked, and it refuses to be
+    pickled (a model client drops its key when pickled and finds it again where it is used)."""
 
     __slots__ = ("_value",)
 
@@ -101,17 +119,27 @@ class Secret:
 
     __str__ = __repr__
 
+    def __reduce__(self) -> NoReturn:
+        raise UserError("An API key is never pickled: pass it where the model is used.")
+
 
 _KEY_LIKE = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{8,}")
+_MASKING = r"(?:[*\u2026#xX]{3,}|\.{3})"
 
 
 def scrub(text: str, *secrets: Secret | str | None) -> str:
-    """``text`` without the given secrets, nor anything shaped like an OpenAI key
-    (servers echo a key's head and tail in "Incorrect API key" messages)."""
+    """``text`` without the given secrets, whole or echoed masked by a server (their first 8
+    and last 4 characters around stars, as "Incorrect API key" messages show them), nor
+    anything shaped like an OpenAI key."""
     for secret in secrets:
         value = secret.reveal() if isinstance(secret, Secret) else secret
-        if value and len(value) >= 4:
-            text = text.replace(value, "[redacted]")
+        if not value or len(value) < 4:
+            continue
+        text = text.replace(value, "[redacted]")
+        if len(value) >= 12:
+            head, tail = re.escape(value[:8]), re.escape(value[-4:])
+            text = re.sub(rf"{head}[^\s\"'<>]*?{tail}", "[redacted key]", text)
+            text = re.sub(rf"{head}{_MASKING}|{_MASKING}{tail}\b", "[redacted key]", text)
     return _KEY_LIKE.sub("[redacted key]", text)
 
 
@@ -121,6 +149,19 @@ def display_url(url: str | None) -> str | None:
         return None
     url = re.sub(r"//[^/@]*@", "//", str(url))
     return url.split("?", 1)[0]
+
+
+def is_loopback(url: str | None) -> bool:
+    """Whether ``url`` points at this machine (localhost, 127.0.0.0/8, ::1)."""
+    host = urlsplit(url or "").hostname
+    if host is None:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 class PerLoop(Generic[T]):
@@ -165,16 +206,28 @@ def check_sending(max_concurrency: object, max_retries: object, timeout: object)
     """The options every HTTP adapter takes, checked the same way."""
     check_int("max_concurrency", max_concurrency, 1)
     check_int("max_retries", max_retries, 0)
-    if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
-        raise UserError(f"timeout must be seconds > 0 or None, got {timeout!r}")
+    check_seconds("timeout", timeout)
+
+
+def check_seconds(name: str, value: object) -> None:
+    """A number of seconds > 0 (finite), or None."""
+    if value is not None and (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not 0 < value < float("inf")
+    ):
+        raise UserError(f"{name} must be seconds > 0 or None, got {value!r}")
 
 
 def server_message(exc: Any) -> str:
-    """What the server said in an SDK's status error: ``{"error": {"message": ...}}`` when the
-    body has it, else the body's text (cut at 300 characters)."""
+    """What the server said in an SDK's status error: ``{"error": {"message": ...}}`` (or
+    ``{"error": "..."}``, as some compatible servers write it) when the body has it, else the
+    body's text (cut at 300 characters)."""
     body = getattr(exc, "body", None)
     if isinstance(body, Mapping):
         inner = body.get("error", body)
+        if isinstance(inner, str) and inner:
+            return inner
         if isinstance(inner, Mapping) and inner.get("message"):
             return str(inner["message"])
     text = body if isinstance(body, str) else getattr(getattr(exc, "response", None), "text", "")
@@ -184,179 +237,58 @@ def server_message(exc: Any) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Failure:
-    """A failed attempt, as an adapter reads it from its SDK's exception."""
+    """A failed attempt, read from an exception: only text and numbers, never the exception
+    (an SDK's exceptions hold the request, whose headers hold the key)."""
 
     status: int | None
     """The HTTP status; None when no answer came."""
     message: str
-    """What the server said, or what went wrong."""
+    """What the server said, or what went wrong, as a phrase (never empty)."""
     retry_after: float | None = None
     """Seconds the server asked us to wait (`retry_after`)."""
     kind: str = "http"
-    """What the retry event names when there is no status: "timeout" or "connection_error"."""
+    """What the retry event names when there is no status: "timeout", "connect",
+    "connection_error"."""
+    retryable: bool = True
+    """Whether another attempt may help (see `Failure.of` and `RETRYABLE_STATUS`)."""
 
     @classmethod
-    def no_answer(cls, exc: BaseException, timed_out: bool, timeout: float | None) -> Failure:
-        """A timeout or a connection error (always worth another try)."""
-        what = (
-            f"did not answer within the timeout of {timeout:g} s"
-            if timed_out and timeout
-            else f"could not be reached ({exc.__cause__ or exc})"
-        )
-        return cls(None, what, kind="timeout" if timed_out else "connection_error")
+    def status_error(cls, status: int, message: str, headers: Mapping[str, str] | None) -> Failure:
+        """An error answer from the server."""
+        return cls(status, message, retry_after(headers), retryable=status in RETRYABLE_STATUS)
 
-    @property
-    def retryable(self) -> bool:
-        return self.status is None or self.status in RETRYABLE_STATUS
-
-
-@dataclass(slots=True)
-class Slot:
-    """One event loop's HTTP client and its limit on requests in flight."""
-
-    client: Any
-    semaphore: asyncio.Semaphore
-    owned: bool
-    """agentnb made the client, so agentnb closes it."""
-
-
-class HttpSettings(Protocol):
-    """What `Slots` reads from its adapter, when it needs it."""
-
-    model: str
-    base_url: str | None
-    max_concurrency: int
-    max_retries: int
-    backoff: Backoff
-
-
-Events = list[dict[str, Any]]
-
-
-class Slots(PerLoop[Slot]):
-    """An HTTP adapter's way to its server, written once for every provider.
-
-    One `Slot` per event loop (the ``client`` given to the adapter, shared, or one made per
-    loop); `slot` waits for room under ``max_concurrency`` and records the wait as a
-    ``queue_wait`` event; `send` retries what is worth retrying with `Backoff` and
-    ``Retry-After``, each retry a ``retry`` event, and turns what is not into a
-    `ModelHTTPError` that says where and never shows the key.
-
-    The adapter keeps what is its provider's: how to make its SDK's client, one attempt on
-    the wire, how to read its SDK's exceptions (`Failure`) and its replies.
-    """
-
-    def __init__(
-        self,
-        settings: HttpSettings,
-        *,
-        client: Any,
-        make_client: Callable[[], Any],
-        key: Secret | None,
-        key_env: str,
-        host: str,
-    ) -> None:
-        super().__init__(self._new_slot)
-        self._settings = settings
-        self._client = client
-        self._make_client = make_client
-        self._key = key
-        self._key_env = key_env
-        self._host = host
-
-    def _new_slot(self) -> Slot:
-        semaphore = asyncio.Semaphore(self._settings.max_concurrency)
-        if self._client is not None:
-            return Slot(self._client, semaphore, owned=False)
-        return Slot(self._make_client(), semaphore, owned=True)
-
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[tuple[Any, Events]]:
-        """The running loop's client, once a request may go, and the request's event list."""
-        slot = self.get()
-        events: Events = []
-        queued = slot.semaphore.locked()
-        started = time.perf_counter()
-        async with slot.semaphore:
-            if queued:
-                events.append({"event": "queue_wait", "seconds": time.perf_counter() - started})
-            yield slot.client, events
-
-    async def send(
-        self,
-        attempt: Callable[[], Awaitable[Any]],
-        failure: Callable[[Exception], Failure | None],
-        read: Callable[[Any], Awaitable[ModelResponse]],
-        events: Events,
-        *,
-        reply: str,
-        malformed: type[Exception],
-        fallback: Callable[[Failure], bool] | None = None,
-    ) -> ModelResponse:
-        """``read(await attempt())``, with retries.
-
-        ``failure`` reads an exception of ``attempt`` (None: not the SDK's, let it through);
-        ``fallback`` may ask for another try at once after a failure that is not retried (a
-        weaker request); ``read`` turns the raw reply into a response, raising ``malformed``
-        (or ValueError, TypeError) when it is not ``reply``.
-        """
-        retries = 0
-        while True:
-            try:
-                raw = await attempt()
-            except Exception as exc:
-                failed = failure(exc)
-                if failed is None:
-                    raise
-                if failed.retryable and retries < self._settings.max_retries:
-                    retries += 1
-                    await self._pause(retries, failed, events)
-                    continue
-                if fallback is not None and fallback(failed):
-                    continue
-                raise self.error(failed.status, failed.message, retries, events) from None
-            try:
-                response = await read(raw)
-            except (ValueError, TypeError, AttributeError) as exc:
-                text = raw.http_response.text
-                why = str(exc) if isinstance(exc, malformed) else "it is not valid JSON"
-                shown = text if len(text) <= 200 else text[:200] + "..."
-                raise self.error(
-                    raw.status_code,
-                    f"a reply that is not {reply} ({why}): {shown!r}",
-                    retries,
-                    events,
-                ) from None
-            response.events[:0] = events
-            return response
-
-    async def _pause(self, attempt: int, failed: Failure, events: Events) -> None:
-        wait = self._settings.backoff.delay(attempt, failed.retry_after)
-        status = failed.status if failed.status is not None else failed.kind
-        events.append({"event": "retry", "attempt": attempt, "status": status, "wait_s": wait})
-        if wait > 0:
-            await asyncio.sleep(wait)
-
-    def scrub(self, text: str) -> str:
-        return scrub(text, self._key)
-
-    def error(
-        self, status: int | None, message: str, retries: int, events: Events
-    ) -> ModelHTTPError:
-        """The error a failed request ends with: which model, where, what it said, what to do."""
-        where = self._settings.base_url or self._host
-        head = f"HTTP {status}: " if status is not None else ""
-        text = f"{self._settings.model} at {where} answered {head}{message}"
-        if retries:
-            text += f" (after {retries} retr{'y' if retries == 1 else 'ies'})"
-        if status in (401, 403):
-            text += f". Check the API key: set {self._key_env} or pass api_key=..."
-        elif status == 404:
-            text += ". Check the model name and base_url."
-        return ModelHTTPError(self.scrub(text), status=status, events=events)
-
-    async def aclose(self) -> None:
-        """Close the running loop's client, if agentnb made it."""
-        slot = self.pop_current()
-        if slot is not None and slot.owned:
-            await slot.client.close()
+    @classmethod
+    def of(cls, exc: BaseException, url: str | None, timeout: float | None) -> Failure:
+        """A failure with no answer (a timeout, a connection error) from the exception an SDK or
+        `Deadline` raised, read through its cause chain. An HTTP client's exception names are
+        the same in httpx and its forks, so they are read by name."""
+        names: list[str] = []
+        details: list[str] = []
+        seen: BaseException | None = exc
+        while seen is not None and len(names) < 8:
+            if isinstance(seen, AttemptTimeout):
+                if seen.limit == "idle":
+                    what = f"nothing came for {seen.seconds:g} s while streaming the reply"
+                else:
+                    what = f"no complete reply within the timeout of {seen.seconds:g} s"
+                return cls(None, what, kind="timeout")
+            names.append(type(seen).__name__)
+            details.append(str(seen).strip())
+            seen = seen.__cause__ or seen.__context__
+        if any(n.endswith("Timeout") or n in ("TimeoutError", "APITimeoutError") for n in names):
+            within = f" of {timeout:g} s" if timeout else ""
+            return cls(None, f"no complete reply within the timeout{within}", kind="timeout")
+        if "ConnectError" in names:
+            # Nothing listens on a local address: the server is not running, and will not be
+            # in the next few seconds either.
+            return cls(None, "could not connect", kind="connect", retryable=not is_loopback(url))
+        said = " ".join(details).lower()
+        if "RemoteProtocolError" in names and "without sending a response" in said:
+            return cls(None, "the server closed the connection without answering", kind="reset")
+        if "WriteError" in names:
+            return cls(None, "the connection was reset while sending the request", kind="reset")
+        if "ReadError" in names or "RemoteProtocolError" in names:
+            return cls(None, "the connection was reset while reading the reply", kind="reset")
+        detail = next((d for d in details if d and d != "Connection error."), "")
+        what = f"the request failed ({detail})" if detail else "the request failed"
+        return cls(None, what, kind="connection_error")

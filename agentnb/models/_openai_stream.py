@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._http import Failure
 from ._openai_wire import WEAKER, StructuredMode, request_to_wire, response_from_wire
-from ._sse import Retries, ServerError, ServerEvent, attrs, stream_with_retries
+from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse
 
@@ -153,9 +153,8 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
             mode = weaker
             return True
 
-        retries = Retries(model.max_retries, model.backoff, model._failure)
         items = stream_with_retries(
-            model._slots, open_stream, ChatStream, retries, events, fallback=fallback
+            model._slots, open_stream, ChatStream, events, fallback=fallback
         )
         async with aclosing(items):
             async for item in items:

@@ -2,7 +2,8 @@
 
 A provider's stream module reads its events into deltas and, at the end, the full response
 (`Accumulator`); `stream_with_retries` runs the attempts. An attempt that fails before the
-first delta is retried as `Slots.send` retries a request (same backoff, same ``retry`` events);
+first delta is retried as `Slots.send` retries a request (same `._send.Attempts`: same
+backoff and bounds, same ``retry`` events);
 once a delta has been handed on, what was shown cannot be taken back, so a stream that breaks
 after it (an error, or an end without the provider's end marker) ends the call with
 `StreamBroken`. A stream that ends without its end marker is broken, never silently short.
@@ -10,15 +11,16 @@ after it (an error, or an end without the provider's end marker) ends the call w
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Protocol
 
 from ..errors import ModelHTTPError, StreamBroken
-from ._http import Backoff, Failure, Slots
+from ._deadline import Deadline
+from ._http import Failure
+from ._send import Slots
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelResponse
 
@@ -96,89 +98,72 @@ class OpenStream(Protocol):
     def __call__(self) -> AbstractAsyncContextManager[Any]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Retries:
-    """How the adapter retries: its limit and backoff, and how it reads its SDK's errors."""
-
-    max_retries: int
-    backoff: Backoff
-    failure: Callable[[Exception], Failure | None]
-
-
 async def stream_with_retries(
     slots: Slots,
     open_stream: OpenStream,
     accumulator: Callable[[], Accumulator],
-    retries: Retries,
     events: list[dict[str, Any]],
     *,
     fallback: Callable[[Failure], bool] | None = None,
 ) -> AsyncGenerator[StreamItem, None]:
-    """The deltas of one model call, then its response; see the module docstring."""
-    attempt = 0
+    """The deltas of one model call, then its response; see the module docstring.
+
+    Each attempt is bounded as a whole by the model's ``timeout`` and, between two lines of
+    the stream, by its ``stream_idle`` (`._deadline.Deadline`); retries follow
+    `._send.Attempts`, as a request's do."""
+    owner = slots.owner
+    attempts = slots.attempts(events)
     while True:
         reader = accumulator()
         shown = 0  # deltas handed on
         failed: Failure | None = None
+        deadline = Deadline(owner.timeout, idle=owner.stream_idle)
         try:
-            async with open_stream() as raw:
+            async with AsyncExitStack() as stack:
+                raw = await deadline.run(stack.enter_async_context(open_stream()))
+                why = ""
                 try:
-                    async for event in server_events(raw.iter_lines()):
+                    async for event in server_events(deadline.each(raw.iter_lines())):
                         for delta in reader.feed(event):
                             shown += 1
                             yield delta
                 except ServerError as exc:
-                    if shown:
-                        raise _broken(slots, f"an error event: {exc}", attempt, events) from None
-                    failed = exc.failure
-                except Exception as exc:  # the connection broke while the body was read
-                    why = f"{type(exc).__name__}: {exc}"
-                    if shown:
-                        raise _broken(slots, why, attempt, events) from exc
-                    failed = Failure(None, f"broke off ({why})", kind="connection_error")
+                    failed, why = exc.failure, f"an error event: {exc}"
+                except Exception as exc:  # the connection broke, or the deadline passed
+                    failed = owner._failure(exc) or Failure(
+                        None, f"broke off ({type(exc).__name__}: {exc})", kind="connection_error"
+                    )
+                    why = failed.message
+                if failed is not None and shown:
+                    raise attempts.error(_after_first_delta(why), kind=StreamBroken)
         except ModelHTTPError:
             raise
         except Exception as exc:  # the SDK's own error, raised on opening (a bad status)
-            failed = retries.failure(exc)
+            failed = owner._failure(exc)
             if failed is None:
                 raise
         if failed is None and not reader.complete:
             if shown:
-                raise _broken(slots, reader.missing(), attempt, events)
+                raise attempts.error(_after_first_delta(reader.missing()), kind=StreamBroken)
             failed = Failure(
                 None, f"ended its stream early ({reader.missing()})", kind="connection_error"
             )
         if failed is not None:
-            if failed.retryable and attempt < retries.max_retries:
-                attempt += 1
-                await _pause(retries.backoff, attempt, failed, events)
+            if await attempts.again(failed):
                 continue
-            if fallback is not None and fallback(failed):
+            if attempts.stop is None and fallback is not None and fallback(failed):
                 continue
-            raise slots.error(failed.status, failed.message, attempt, events)
+            raise attempts.error(failed)
         try:
             response = reader.response()
         except (ValueError, TypeError, AttributeError) as exc:
-            raise slots.error(
-                None, f"a stream that cannot be read ({exc})", attempt, events
-            ) from None
-        response.events[:0] = events
-        yield response
-        return
+            failed = Failure(None, f"a stream that cannot be read ({exc})", retryable=False)
+        else:
+            response.events[:0] = events
+            yield response
+            return
+        raise attempts.error(failed)
 
 
-def _broken(slots: Slots, why: str, attempt: int, events: list[dict[str, Any]]) -> StreamBroken:
-    error = slots.error(
-        None, f"a stream that broke off after it began ({why}); not retried", attempt, events
-    )
-    return StreamBroken(str(error), events=events)
-
-
-async def _pause(
-    backoff: Backoff, attempt: int, failed: Failure, events: list[dict[str, Any]]
-) -> None:
-    wait = backoff.delay(attempt, failed.retry_after)
-    status = failed.status if failed.status is not None else failed.kind
-    events.append({"event": "retry", "attempt": attempt, "status": status, "wait_s": wait})
-    if wait > 0:
-        await asyncio.sleep(wait)
+def _after_first_delta(why: str) -> Failure:
+    return Failure(None, f"a stream that broke off after it began ({why}); not retried")

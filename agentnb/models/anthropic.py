@@ -4,8 +4,9 @@ It proves the provider boundary: the agents, tools and scenarios that run on `Sc
 or `OpenAIModel` run unchanged here; only the wire format differs (`._anthropic_wire`). Like
 `OpenAIModel` it limits requests in flight (``max_concurrency``, queueing traced apart from
 latency), retries 408/409/429/5xx (529 "overloaded" included), timeouts and connection
-errors itself with backoff and ``Retry-After`` so each retry shows in the trace, and keeps
-one client per event loop. The helpers for that are shared, in `._http`.
+errors itself with backoff and ``Retry-After`` so each retry shows in the trace, bounds each
+attempt as a whole, and keeps one client per event loop: all of that is shared, in
+`._http_model.HTTPModel`.
 
 ``anthropic`` is an optional extra (``pip install 'agentnb[anthropic]'``): this module does not
 import it until a request is made, so ``import agentnb`` works without it.
@@ -14,9 +15,9 @@ import it until a request is made, so ``import agentnb`` works without it.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from collections.abc import AsyncIterator, Mapping
+from types import ModuleType
 from typing import Any
 
 from ..errors import UserError
@@ -27,27 +28,15 @@ from ._anthropic_wire import (
     request_to_wire,
     response_from_wire,
 )
-from ._http import (
-    Backoff,
-    Failure,
-    Secret,
-    Slots,
-    check_int,
-    check_sending,
-    display_url,
-    retry_after,
-    server_message,
-)
+from ._http import Backoff, check_int
+from ._http_model import DEFAULT_BACKOFF, HTTPModel
 from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
-KEY_ENV = "ANTHROPIC_API_KEY"
-BASE_URL_ENV = "ANTHROPIC_BASE_URL"
-NO_KEY = "not-needed"
-"""Sent as the key to a server given by ``base_url`` when no key is set (a local proxy)."""
+__all__ = ["AnthropicModel"]
 
 
-class AnthropicModel:
+class AnthropicModel(HTTPModel):
     """A model client for Claude (the Anthropic Messages API).
 
     ``AnthropicModel("claude-sonnet-4-5")`` reads ``ANTHROPIC_API_KEY``; ``base_url`` (or
@@ -55,7 +44,11 @@ class AnthropicModel:
     configured ``anthropic.AsyncAnthropic`` as is (shared by every event loop).
 
     - ``max_tokens``: the answer's token limit (the API requires one) when the request sets none.
-    - ``max_concurrency``, ``max_retries``, ``backoff``, ``timeout``: as for `OpenAIModel`.
+    - ``max_concurrency``, ``max_retries``, ``timeout`` (each attempt as a whole, a stream
+      included), ``stream_idle`` (the longest silence within a stream), ``backoff``
+      (``Backoff(max=...)``: the longest wait a ``Retry-After`` may ask for;
+      ``Backoff(total=...)``: the most waiting between the attempts of one call): as for
+      `OpenAIModel`.
     - ``structured``: how a structured output is asked for: ``"tool"`` (the model is made to
       call a ``final_answer`` tool whose input is the answer; every Claude model), ``"native"``
       (``output_config`` with the JSON schema; recent models) or ``"prompt"`` (an instruction).
@@ -63,6 +56,14 @@ class AnthropicModel:
     - ``cache``: ``"auto"`` marks prompt-cache breakpoints after the tool specs, after the
       system prompt and at the end of the history (docs/caching.md); ``None`` marks none.
     """
+
+    provider = "AnthropicModel"
+    example = "claude-sonnet-4-5"
+    key_env = "ANTHROPIC_API_KEY"
+    base_url_env = "ANTHROPIC_BASE_URL"
+    host = "api.anthropic.com"
+    client_kind = "anthropic.AsyncAnthropic"
+    client_attr = "messages"
 
     def __init__(
         self,
@@ -75,71 +76,55 @@ class AnthropicModel:
         max_concurrency: int = 8,
         max_retries: int = 3,
         timeout: float | None = 120.0,
-        backoff: Backoff | float = Backoff(),  # noqa: B008 (frozen: safe to share)
+        backoff: Backoff | float = DEFAULT_BACKOFF,
         structured: StructuredMode = "tool",
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         cache: CacheMode = None,
+        stream_idle: float | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise UserError(
-                f"AnthropicModel needs a model name such as 'claude-sonnet-4-5', got {model!r}"
-            )
         check_int("max_tokens", max_tokens, 1)
-        check_sending(max_concurrency, max_retries, timeout)
         if structured not in ("tool", "native", "prompt"):
             raise UserError(f"structured must be 'tool', 'native' or 'prompt', got {structured!r}")
         if cache not in ("auto", None):
             raise UserError(f"cache must be 'auto' or None, got {cache!r}")
-        self.cache: CacheMode = cache
-        self.model = model
-        self.name = name or model
-        self.max_tokens = max_tokens
-        self.max_concurrency = max_concurrency
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.backoff = Backoff.of(backoff)
-        self.structured: StructuredMode = structured
-        self.params = dict(params or {})
-        self._key: Secret | None = None
-        if client is not None:
-            if not hasattr(client, "messages"):
-                raise UserError(
-                    f"client must be an anthropic.AsyncAnthropic, got {type(client).__name__}"
-                )
-            client = client.with_options(max_retries=0)
-            self.base_url = display_url(str(client.base_url))
-        else:
-            if not _installed():
-                raise UserError(
-                    "AnthropicModel needs the anthropic package: pip install 'agentnb[anthropic]'"
-                )
-            self._url = base_url or os.environ.get(BASE_URL_ENV) or None
-            self.base_url = display_url(self._url)
-            self._key = Secret(_find_key(model, api_key, self._url))
-        self._slots = Slots(
-            self,
+        if client is None and not _installed():
+            raise UserError(
+                "AnthropicModel needs the anthropic package: pip install 'agentnb[anthropic]'"
+            )
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
             client=client,
-            make_client=self._new_client,
-            key=self._key,
-            key_env=KEY_ENV,
-            host="api.anthropic.com",
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            timeout=timeout,
+            backoff=backoff,
+            params=params,
+            name=name,
+            stream_idle=stream_idle,
         )
+        self.max_tokens = max_tokens
+        self.structured: StructuredMode = structured
+        self.cache: CacheMode = cache
 
-    def _new_client(self) -> Any:
+    def _sdk(self) -> ModuleType:
         import anthropic
 
-        assert self._key is not None
-        return anthropic.AsyncAnthropic(
-            api_key=self._key.reveal(), base_url=self._url, max_retries=0
-        )
+        return anthropic
+
+    def _make_client(self, api_key: str, base_url: str | None) -> Any:
+        import anthropic
+
+        return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
             body = request_to_wire(
                 self.model, request, self.structured, self.max_tokens, self.cache
             )
-            params = {**(self.params or {}), **body.pop("extra_body", {})}  # ModelSettings.extra
+            params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
             extra = {"extra_body": params} if params else {}
 
             async def attempt() -> Any:
@@ -151,7 +136,7 @@ class AnthropicModel:
                 return response_from_wire(await raw.parse(), request, self.structured)
 
             return await self._slots.send(
-                attempt, self._failure, read, events, reply="a message", malformed=MalformedReply
+                attempt, read, events, reply="a message", malformed=MalformedReply
             )
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
@@ -162,40 +147,9 @@ class AnthropicModel:
 
         return stream_message(self, request)
 
-    def _failure(self, exc: Exception) -> Failure | None:
-        import anthropic
-
-        if isinstance(exc, anthropic.APIStatusError):  # 529 "overloaded" is a 5xx: retried
-            headers = exc.response.headers
-            return Failure(exc.status_code, server_message(exc), retry_after(headers))
-        if isinstance(exc, anthropic.APIConnectionError):  # includes APITimeoutError
-            timed_out = isinstance(exc, anthropic.APITimeoutError)
-            return Failure.no_answer(exc, timed_out, self.timeout)
-        return None
-
-    async def aclose(self) -> None:
-        """Close the HTTP client of the running event loop (if agentnb created it)."""
-        await self._slots.aclose()
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self.model!r}, base_url={self.base_url!r})"
-
 
 def _installed() -> bool:
     """Whether ``anthropic`` can be imported, without importing it (that takes seconds)."""
     if "anthropic" in sys.modules:
         return sys.modules["anthropic"] is not None
     return importlib.util.find_spec("anthropic") is not None
-
-
-def _find_key(model: str, api_key: str | None, base_url: str | None) -> str:
-    key = api_key or os.environ.get(KEY_ENV)
-    if key:
-        return key
-    if base_url and "api.anthropic.com" not in base_url:
-        return NO_KEY
-    raise UserError(
-        f"AnthropicModel({model!r}) needs an API key: set the {KEY_ENV} environment variable "
-        "(or pass api_key=...). For a proxy or local server pass base_url=... or set "
-        f"{BASE_URL_ENV}."
-    )

@@ -7,31 +7,26 @@ things a notebook user would otherwise have to build:
 - **a limit on requests in flight** (``max_concurrency``), so a 1,000-way fan-out queues
   instead of tripping a rate limit; the time spent queueing is traced apart from latency;
 - **retries** of 429, 5xx, timeouts and connection errors with exponential backoff and
-  jitter, honouring ``Retry-After``; agentnb does them (the ``openai`` client is told not to)
-  so each one shows in the trace;
+  jitter, honouring ``Retry-After`` within bounds; agentnb does them (the ``openai`` client
+  is told not to) so each one shows in the trace;
+- **a bound on each attempt** (``timeout``): connecting and the whole reply, however slowly
+  it comes;
 - **one client per event loop**, because an HTTP client is bound to the loop it first ran
   on, and agentnb runs both on its own background loop and on Jupyter's.
 
-The API key is read once, kept masked, and scrubbed from every message agentnb writes.
+The API key is read once, kept masked, scrubbed from every message agentnb writes, and
+never pickled. What it shares with `AnthropicModel` is in `._http_model.HTTPModel`.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Mapping
+from types import ModuleType
 from typing import Any, Literal
 
 from ..errors import UserError
-from ._http import (
-    Backoff,
-    Failure,
-    Secret,
-    Slots,
-    check_sending,
-    display_url,
-    retry_after,
-    server_message,
-)
+from ._http import Backoff, Failure
+from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
 from ._openai_wire import (
     WEAKER,
     MalformedReply,
@@ -42,18 +37,12 @@ from ._openai_wire import (
 from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
-KEY_ENV = "OPENAI_API_KEY"
-BASE_URL_ENV = "OPENAI_BASE_URL"
-NO_KEY = "not-needed"
-"""Sent as the key to a server given by ``base_url`` when no key is set: vLLM, Ollama,
-LM Studio and llama.cpp ignore it unless they were started with a key of their own."""
-
-DEFAULT_BACKOFF = Backoff()
+__all__ = ["NO_KEY", "OpenAIModel"]
 
 Structured = Literal["auto", "json_schema", "json_object", "prompt"]
 
 
-class OpenAIModel:
+class OpenAIModel(HTTPModel):
     """A model client for OpenAI or any OpenAI-compatible server (Chat Completions).
 
     ``OpenAIModel("gpt-4o-mini")`` uses OpenAI with ``OPENAI_API_KEY``;
@@ -62,14 +51,34 @@ class OpenAIModel:
     ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI`` as is (it is then shared by every loop).
 
     - ``max_concurrency``: requests in flight at once, per event loop; the rest wait their turn.
-    - ``max_retries``, ``backoff`` (a `Backoff`, or the first delay in seconds): retries of
-      429, 408/409, 5xx, timeouts and connection errors.
-    - ``timeout``: seconds per attempt.
+    - ``timeout``: seconds one attempt may take as a whole, from connecting to the last byte
+      of the reply (a reply that trickles in is cut off too; a streamed reply is bounded as a
+      whole the same way); then it is retried.
+    - ``stream_idle``: seconds a streamed reply may go without sending anything before the
+      attempt fails (None: only ``timeout`` bounds it).
+    - ``max_retries``: retries of 429, 408/409, 5xx, timeouts and connection errors (a
+      connection refused on a local address is not retried: no server is running there).
+    - ``backoff``: a `Backoff`, or the first delay in seconds. ``Backoff(max=...)`` is the
+      longest wait before one retry: a server whose ``Retry-After`` asks for longer ends the
+      call at once with a `ModelHTTPError` saying how long it asked for.
+      ``Backoff(total=...)`` bounds the time spent waiting between the attempts of one call
+      (60 s by default).
     - ``structured``: how a structured output is asked for. ``"auto"`` sends the JSON schema
       and, if the server rejects that with 400/422, falls back to JSON mode and then to an
       instruction in the system prompt, remembering what worked.
     - ``params``: extra body fields sent with every request (``temperature``, ``seed``, ...).
+
+    A pickled copy (a sweep on other processes) carries no key: it reads ``OPENAI_API_KEY``
+    where it runs. A model made with ``client=`` cannot be pickled.
     """
+
+    provider = "OpenAIModel"
+    example = "gpt-4o-mini"
+    key_env = "OPENAI_API_KEY"
+    base_url_env = "OPENAI_BASE_URL"
+    host = "api.openai.com"
+    client_kind = "openai.AsyncOpenAI"
+    client_attr = "chat"
 
     def __init__(
         self,
@@ -85,54 +94,41 @@ class OpenAIModel:
         structured: Structured = "auto",
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
+        stream_idle: float | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise UserError(f"OpenAIModel needs a model name such as 'gpt-4o-mini', got {model!r}")
-        check_sending(max_concurrency, max_retries, timeout)
         if structured not in ("auto", "json_schema", "json_object", "prompt"):
             raise UserError(
                 f"structured must be 'auto', 'json_schema', 'json_object' or 'prompt', got {structured!r}"
             )
-        self.model = model
-        self.name = name or model
-        self.max_concurrency = max_concurrency
-        self.max_retries = max_retries
-        self.timeout = timeout
-        self.backoff = Backoff.of(backoff)
+        super().__init__(
+            model,
+            base_url=base_url,
+            api_key=api_key,
+            client=client,
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            timeout=timeout,
+            backoff=backoff,
+            params=params,
+            name=name,
+            stream_idle=stream_idle,
+        )
         self.structured: Structured = structured
-        self.params = dict(params or {})
         self._mode: StructuredMode = "json_schema" if structured == "auto" else structured
-        self._key: Secret | None = None
-        if client is not None:
-            if not hasattr(client, "chat"):
-                raise UserError(
-                    f"client must be an openai.AsyncOpenAI (or compatible), got {type(client).__name__}"
-                )
-            client = client.with_options(max_retries=0)
-            self.base_url = display_url(str(client.base_url))
-        else:
-            url = base_url or os.environ.get(BASE_URL_ENV) or None
-            self._url = url
-            self.base_url = display_url(url)
-            self._key = Secret(_find_key(model, api_key, url))
         target = self.base_url or "https://api.openai.com"
         self._max_tokens_param = (
             "max_completion_tokens" if "api.openai.com" in target else "max_tokens"
         )
-        self._slots = Slots(
-            self,
-            client=client,
-            make_client=self._new_client,
-            key=self._key,
-            key_env=KEY_ENV,
-            host="api.openai.com",
-        )
 
-    def _new_client(self) -> Any:
+    def _sdk(self) -> ModuleType:
         import openai
 
-        assert self._key is not None
-        return openai.AsyncOpenAI(api_key=self._key.reveal(), base_url=self._url, max_retries=0)
+        return openai
+
+    def _make_client(self, api_key: str, base_url: str | None) -> Any:
+        import openai
+
+        return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
@@ -142,10 +138,7 @@ class OpenAIModel:
                 body = request_to_wire(
                     self.model, request, mode, max_tokens_param=self._max_tokens_param
                 )
-                params = {
-                    **(self.params or {}),
-                    **body.pop("extra_body", {}),
-                }  # ModelSettings.extra
+                params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
                 extra = {"extra_body": params} if params else {}
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
@@ -174,7 +167,6 @@ class OpenAIModel:
 
             response = await self._slots.send(
                 attempt,
-                self._failure,
                 read,
                 events,
                 reply="a chat completion",
@@ -192,41 +184,3 @@ class OpenAIModel:
         from ._openai_stream import stream_chat
 
         return stream_chat(self, request)
-
-    def _failure(self, exc: Exception) -> Failure | None:
-        import openai
-
-        if isinstance(exc, openai.APIStatusError):
-            headers = exc.response.headers
-            return Failure(exc.status_code, _server_message(exc), retry_after(headers))
-        if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-            timed_out = isinstance(exc, openai.APITimeoutError)
-            return Failure.no_answer(exc, timed_out, self.timeout)
-        return None
-
-    async def aclose(self) -> None:
-        """Close the HTTP client of the running event loop (if agentnb created it)."""
-        await self._slots.aclose()
-
-    def __repr__(self) -> str:
-        return f"OpenAIModel({self.model!r}, base_url={self.base_url!r})"
-
-
-def _find_key(model: str, api_key: str | None, base_url: str | None) -> str:
-    key = api_key or os.environ.get(KEY_ENV)
-    if key:
-        return key
-    if base_url and "api.openai.com" not in base_url:
-        return NO_KEY
-    raise UserError(
-        f"OpenAIModel({model!r}) needs an API key: set the {KEY_ENV} environment variable "
-        "(or pass api_key=...). For a local server (vLLM, Ollama, LM Studio) pass "
-        f"base_url=... or set {BASE_URL_ENV}; no key is needed then."
-    )
-
-
-def _server_message(exc: Any) -> str:
-    # Some compatible servers put the message itself in "error".
-    body = getattr(exc, "body", None)
-    inner = body.get("error", body) if isinstance(body, Mapping) else None
-    return inner if isinstance(inner, str) else server_message(exc)

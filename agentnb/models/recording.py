@@ -6,27 +6,9 @@ Because agentnb measures what the model is *sent* (`agentnb.trace.sizes`), and a
 sent exactly what the recording was, the calls table of a replayed run has the same
 characters, tokens and provider usage as the original.
 
-File format (JSON lines, UTF-8, one object per line, compact, keys in a fixed order so that
-re-recording after a change gives a readable diff)::
-
-    {"agentnb_recording":1,"model":"gpt-4o-mini"}
-    {"agent":"coordinator","request":{...},"response":{...}}
-    {"agent":"legal","request":{...},"error":{"type":"ModelHTTPError","message":"...","status":500}}
-
-- line 1 is a header: the format version and the recorded client's ``name``;
-- then one line per model call, written when the call finishes (concurrent calls therefore
-  appear in the order they finished);
-- ``request`` is the canonical request of `agentnb.models.canonical.request_payload`
-  (system, messages, tools, output_schema): exactly what "characters sent" measures;
-- ``response`` is ``{"text", "tool_calls": [{"id","name","arguments"}], "usage":
-  {"input_tokens","output_tokens"}, "stop_reason", "model", "events"}``; ``usage`` also has
-  ``cached_input_tokens``, ``cache_write_tokens`` and ``reasoning_tokens`` when the provider
-  reported them; ``events`` keeps the
-  adapter's retries but not its queue waits (those depend on the machine, not the model);
-- ``error`` replaces ``response`` for a call that failed with an `AgentRunError`, so a failed
-  run replays as a failed run.
-
-No key, header or URL is ever written: only what the model was sent and what it answered.
+The file format (a header line, then one JSON line per call) is documented, written and
+checked in `._recording_file`: `replay` reads the whole file at once and refuses a damaged
+one with a `UserError` naming the file, line and field.
 
 Replay matches each request to an unused recorded call with the same canonical request
 (first in file order when several are equal), not merely the next line, so parallel
@@ -36,22 +18,21 @@ match raises `ReplayMismatch`, naming the first difference from the nearest reco
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import errors
 from ..errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
+from ._recording_file import FORMAT_VERSION, Entry, error_dict, read, response_dict
 from .base import ModelClient
 from .canonical import dumps, request_payload
+from .deltas import StreamItem, stream_of
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
-
-FORMAT_VERSION = 1
-_UNSTABLE_EVENTS = frozenset({"queue_wait"})
 
 
 def record(
@@ -67,12 +48,21 @@ def record(
         model = model_from_spec(model)
     if not isinstance(model, ModelClient):
         raise UserError(f"record() takes a model client, got {type(model).__name__}")
-    return Recorder(model, Path(path), append=append)
+    return Recorder(model, _path(path, "record"), append=append)
 
 
 def replay(path: str | os.PathLike[str], *, name: str | None = None) -> Replay:
-    """A model client that answers from a recording made by `record`, offline."""
-    return Replay(Path(path), name=name)
+    """A model client that answers from a recording made by `record`, offline.
+
+    The whole file is checked here: a damaged one raises a `UserError` naming the file, the
+    line and the field."""
+    return Replay(_path(path, "replay"), name=name)
+
+
+def _path(path: object, caller: str) -> Path:
+    if not isinstance(path, (str, os.PathLike)):
+        raise UserError(f"{caller}() takes a file path (str or Path), got {type(path).__name__}")
+    return Path(path)
 
 
 class Recorder:
@@ -84,6 +74,8 @@ class Recorder:
         self.path = path
         self.calls = 0
         self._lock = threading.Lock()
+        if path.is_dir():
+            raise UserError(f"{str(path)!r} is a directory; record() writes a file: give its path")
         path.parent.mkdir(parents=True, exist_ok=True)
         if not append or not path.exists() or path.stat().st_size == 0:
             header = {"agentnb_recording": FORMAT_VERSION, "model": self.name}
@@ -94,12 +86,29 @@ class Recorder:
         try:
             response = await self.model.request(request)
         except AgentRunError as exc:
-            self._write({"agent": request.agent, "request": payload, "error": _error_dict(exc)})
+            self._write({"agent": request.agent, "request": payload, "error": error_dict(exc)})
             raise
         self._write(
-            {"agent": request.agent, "request": payload, "response": _response_dict(response)}
+            {"agent": request.agent, "request": payload, "response": response_dict(response)}
         )
         return response
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        """The wrapped model's stream (or its response as one delta), passed on as it comes;
+        the call is written down when it ends, as for `request`."""
+        return self._stream(request)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        payload = request_payload(request)
+        try:
+            async for item in stream_of(self.model, request):
+                if isinstance(item, ModelResponse):
+                    entry = {"agent": request.agent, "request": payload}
+                    self._write({**entry, "response": response_dict(item)})
+                yield item
+        except AgentRunError as exc:
+            self._write({"agent": request.agent, "request": payload, "error": error_dict(exc)})
+            raise
 
     def _write(self, entry: dict[str, Any]) -> None:
         line = dumps(entry) + "\n"
@@ -110,77 +119,46 @@ class Recorder:
     def __repr__(self) -> str:
         return f"Recorder({self.model!r} -> {str(self.path)!r}, {self.calls} calls)"
 
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_lock(self)
 
-def _response_dict(response: ModelResponse) -> dict[str, Any]:
-    return {
-        "text": response.text,
-        "tool_calls": [
-            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in response.tool_calls
-        ],
-        "usage": _usage_dict(response.usage),
-        "stop_reason": response.stop_reason,
-        "model": response.model,
-        "events": [e for e in response.events if e.get("event") not in _UNSTABLE_EVENTS],
-    }
-
-
-_USAGE_DETAILS = ("cached_input_tokens", "cache_write_tokens", "reasoning_tokens")
-"""Written only when the provider reported them, so older recordings read the same."""
-
-
-def _usage_dict(usage: Usage) -> dict[str, int | None]:
-    out = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-    for name in _USAGE_DETAILS:
-        value = getattr(usage, name)
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def _error_dict(exc: AgentRunError) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": type(exc).__name__, "message": str(exc)}
-    if isinstance(exc, ModelHTTPError):
-        out["status"] = exc.status
-        out["events"] = [e for e in exc.events if e.get("event") not in _UNSTABLE_EVENTS]
-    return out
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _with_lock(self, state)
 
 
 @dataclass(slots=True)
 class _Entry:
     line: int
-    agent: str
-    request: dict[str, Any]
-    answer: dict[str, Any]
+    call: Entry
     used: bool = False
 
     def reply(self) -> ModelResponse:
-        if "error" in self.answer:
-            raise _rebuild_error(self.answer["error"])
-        r = self.answer["response"]
+        if self.call.error is not None:
+            raise _rebuild_error(self.call.error)
+        r = self.call.response
+        assert r is not None  # an entry has one or the other
         return ModelResponse(
-            text=r.get("text"),
-            tool_calls=[
-                ToolCall(c["name"], c["arguments"], c.get("id", ""))
-                for c in r.get("tool_calls", [])
-            ],
+            text=r.text,
+            tool_calls=[ToolCall(c.name, c.arguments, c.id) for c in r.tool_calls],
             usage=Usage(
-                r["usage"].get("input_tokens"),
-                r["usage"].get("output_tokens"),
+                r.usage.input_tokens,
+                r.usage.output_tokens,
                 1,
-                *(r["usage"].get(name) for name in _USAGE_DETAILS),
+                r.usage.cached_input_tokens,
+                r.usage.cache_write_tokens,
+                r.usage.reasoning_tokens,
             ),
-            stop_reason=r.get("stop_reason", "stop"),
-            model=r.get("model"),
-            events=list(r.get("events", [])),
+            stop_reason=r.stop_reason,
+            model=r.model,
+            events=[dict(e) for e in r.events],
         )
 
 
-def _rebuild_error(data: dict[str, Any]) -> AgentRunError:
-    cls = getattr(errors, str(data.get("type")), None)
-    message = str(data.get("message", "a recorded error"))
+def _rebuild_error(data: Any) -> AgentRunError:
+    cls = getattr(errors, data.type, None)
     if cls is ModelHTTPError or not (isinstance(cls, type) and issubclass(cls, AgentRunError)):
-        return ModelHTTPError(message, status=data.get("status"), events=data.get("events"))
-    return cls(message)
+        return ModelHTTPError(data.message, status=data.status, events=list(data.events))
+    return cls(data.message)
 
 
 class Replay:
@@ -190,36 +168,15 @@ class Replay:
     """
 
     def __init__(self, path: Path, *, name: str | None = None) -> None:
-        if not path.exists():
-            raise UserError(
-                f"No recording at {str(path)!r}: make one with agentnb.record(model, path)"
-            )
+        header, calls = read(path)
         self.path = path
+        self.name = name or header.model or "replay"
         self.requests: list[ModelRequest] = []
-        self._entries: list[_Entry] = []
+        self._entries = [_Entry(line, call) for line, call in calls]
         self._by_request: dict[str, deque[_Entry]] = {}
+        for entry in self._entries:
+            self._by_request.setdefault(dumps(entry.call.request), deque()).append(entry)
         self._lock = threading.Lock()
-        header: dict[str, Any] = {}
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not text.strip():
-                continue
-            try:
-                item = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise UserError(
-                    f"{path}:{number} is not JSON ({exc.msg}); is this an agentnb recording?"
-                ) from None
-            if "agentnb_recording" in item:
-                header = item
-                continue
-            if "request" not in item or not ("response" in item or "error" in item):
-                raise UserError(
-                    f"{path}:{number} is not a recorded call (needs request and response or error)"
-                )
-            entry = _Entry(number, item.get("agent", ""), item["request"], item)
-            self._entries.append(entry)
-            self._by_request.setdefault(dumps(entry.request), deque()).append(entry)
-        self.name = name or str(header.get("model") or "replay")
 
     @property
     def remaining(self) -> int:
@@ -251,12 +208,12 @@ class Replay:
                 f"Replay of {self.path} has no call left for {who}: all {len(self._entries)} "
                 "recorded calls were used. Record the run again with agentnb.record(...)."
             )
-        nearest = next((e for e in unused if e.agent == request.agent), unused[0])
-        where, recorded, sent = first_difference(nearest.request, request_payload(request))
+        nearest = next((e for e in unused if e.call.agent == request.agent), unused[0])
+        where, recorded, sent = first_difference(nearest.call.request, request_payload(request))
         recorded_text, sent_text = _shown(recorded, sent)
         return ReplayMismatch(
             f"{who.capitalize()} sent a request that is not in the recording {self.path}. "
-            f"Compared with the nearest recorded call (line {nearest.line}, agent {nearest.agent!r}), "
+            f"Compared with the nearest recorded call (line {nearest.line}, agent {nearest.call.agent!r}), "
             f"the first difference is at {where}: recorded {recorded_text}, sent {sent_text}. "
             "If the change is intended, record the run again with agentnb.record(...)."
         )
@@ -264,6 +221,23 @@ class Replay:
     def __repr__(self) -> str:
         used = len(self._entries) - self.remaining
         return f"Replay({str(self.path)!r}, {used} of {len(self._entries)} calls used)"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_lock(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        _with_lock(self, state)
+
+
+def _without_lock(obj: Any) -> dict[str, Any]:
+    """A recorder's or replay's state to pickle (a sweep on other processes): its lock is
+    the copy's own."""
+    return {k: v for k, v in vars(obj).items() if k != "_lock"}
+
+
+def _with_lock(obj: Any, state: dict[str, Any]) -> None:
+    vars(obj).update(state)
+    obj._lock = threading.Lock()
 
 
 class _Absent:

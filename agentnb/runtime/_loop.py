@@ -4,6 +4,13 @@ A new loop per call would break clients bound to a loop (the httpx client inside
 and Jupyter already runs a loop in the main thread, so `asyncio.run` is not an option there.
 The coroutine runs on agentnb's own loop; the calling thread waits. Ctrl-C or Kernel ->
 Interrupt cancels the run and, for a run of an agent, returns the partial result.
+
+User code may raise any `BaseException` on that loop (a tool calling ``sys.exit()``). asyncio
+lets `SystemExit` and `KeyboardInterrupt` out of a task and out of ``run_forever``; left
+alone, that would end the loop's thread and leave the caller waiting for ever. So the work
+`wait` submits hands such an exception back to the caller as a value, the thread goes back
+to serving the loop when one escapes anyway (from a task the work started), and a caller
+whose loop is gone all the same is told so within `_CHECK_EVERY` seconds.
 """
 
 from __future__ import annotations
@@ -11,12 +18,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import queue
 import threading
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..errors import UserError
+from ..errors import AgentnbError, UserError
 
 if TYPE_CHECKING:
     from ..models.types import Message
@@ -28,6 +36,19 @@ T = TypeVar("T")
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 _thread: threading.Thread | None = None
+_CHECK_EVERY = 0.25
+"""Seconds between a waiting caller's checks that the loop's thread is still alive."""
+
+
+def _serve(loop: asyncio.AbstractEventLoop) -> None:
+    """The loop's thread: run the loop until it is stopped, through a SystemExit or a
+    KeyboardInterrupt that a task's step lets out of ``run_forever``."""
+    while True:
+        try:
+            loop.run_forever()
+        except (KeyboardInterrupt, SystemExit):  # out of a task's step: the task holds it too
+            continue
+        return
 
 
 def background_loop() -> asyncio.AbstractEventLoop:
@@ -36,7 +57,7 @@ def background_loop() -> asyncio.AbstractEventLoop:
     with _lock:
         if _loop is None or _loop.is_closed() or _thread is None or not _thread.is_alive():
             loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="agentnb-loop", daemon=True)
+            thread = threading.Thread(target=_serve, args=(loop,), name="agentnb-loop", daemon=True)
             thread.start()
             _loop, _thread = loop, thread
         return _loop
@@ -96,22 +117,43 @@ def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:
         raise
 
 
+class _Escaped(Exception):
+    """Carries a `BaseException` that asyncio would let out of the loop back to the caller."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
 def wait(awaitable: Awaitable[T]) -> T:
     """Block until ``awaitable`` finishes on the background loop; an interrupt cancels it
-    and waits for the cancellation to finish (so spans are closed) before re-raising."""
+    and waits for the cancellation to finish (so spans are closed) before re-raising.
+
+    A `BaseException` the awaitable raises (`SystemExit`, `KeyboardInterrupt`, ...) is raised
+    here, in the caller; the loop keeps running. If the loop's thread dies all the same,
+    `AgentnbError` says so instead of waiting for ever."""
     loop = background_loop()
+    thread = _thread
     holder: dict[str, asyncio.Task[Any]] = {}
 
     async def main() -> T:
         holder["task"] = asyncio.current_task()  # type: ignore[assignment]
-        return await awaitable
+        try:
+            return await awaitable
+        except (asyncio.CancelledError, GeneratorExit, Exception):
+            raise  # a GeneratorExit here is this coroutine being closed, or a task's outcome
+        except BaseException as exc:  # asyncio would re-raise it in the loop's thread
+            raise _Escaped(exc) from None
 
     global _main_blocked
     on_main = threading.current_thread() is threading.main_thread()
     _main_blocked += on_main
     future = asyncio.run_coroutine_threadsafe(main(), loop)
     try:
-        return future.result()
+        try:
+            return _result(future, thread)
+        except _Escaped as escaped:
+            error = escaped.error
+        raise error  # outside the handler, so that it is not chained to its carrier
     except KeyboardInterrupt:
 
         def cancel() -> None:  # on the loop's thread, where `main` records its task
@@ -121,14 +163,45 @@ def wait(awaitable: Awaitable[T]) -> T:
             else:
                 future.cancel()  # not started yet: it never will
 
-        loop.call_soon_threadsafe(cancel)
-        try:
-            future.result(timeout=10)
-        except BaseException:
-            pass
+        if not future.done():
+            loop.call_soon_threadsafe(cancel)
+            try:
+                future.result(timeout=10)
+            except BaseException:
+                pass
         raise
     finally:
         _main_blocked -= on_main
+
+
+def _result(future: concurrent.futures.Future[T], thread: threading.Thread | None) -> T:
+    """``future.result()``, unless the thread that should finish it dies first."""
+    while True:
+        try:
+            future.exception(timeout=_CHECK_EVERY)  # waits, without raising the outcome
+        except concurrent.futures.TimeoutError:
+            _check_alive(thread)
+            continue
+        return future.result()
+
+
+def take(inbox: queue.SimpleQueue[T]) -> T:
+    """``inbox.get()`` for an inbox the background loop fills, unless the loop's thread dies
+    first (`AgentnbError` then, within `_CHECK_EVERY` seconds, instead of waiting for ever)."""
+    thread = _thread
+    while True:
+        try:
+            return inbox.get(timeout=_CHECK_EVERY)
+        except queue.Empty:
+            _check_alive(thread)
+
+
+def _check_alive(thread: threading.Thread | None) -> None:
+    if thread is None or not thread.is_alive():
+        raise AgentnbError(
+            "agentnb's background event loop stopped while this call was waiting on it, "
+            "so the call cannot finish. Run it again: a new loop will be started."
+        ) from None
 
 
 _main_blocked = 0

@@ -37,7 +37,9 @@ async def _within(work: Awaitable[T], seconds: float) -> T:
 
 
 class _InnerTimeout(Exception):
-    """Carries a TimeoutError raised inside the work past ``wait_for``."""
+    """Carries a TimeoutError raised inside the work past ``wait_for``; and a SystemExit or
+    KeyboardInterrupt, which out of the task ``wait_for`` makes (before Python 3.12) would stop
+    the event loop itself."""
 
     def __init__(self, error: BaseException) -> None:
         self.error = error
@@ -46,5 +48,5 @@ class _InnerTimeout(Exception):
 async def _own_timeouts(work: Awaitable[T]) -> T:
     try:
         return await work
-    except asyncio.TimeoutError as exc:
+    except (asyncio.TimeoutError, KeyboardInterrupt, SystemExit) as exc:
         raise _InnerTimeout(exc) from None

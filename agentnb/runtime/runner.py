@@ -162,7 +162,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         error = exc
     except CallbackRaised as exc:  # a hook or a listener raised: its exception is the error
         error = exc.error
-    except Exception as exc:  # a bug in a model client: keep the trace, report it
+    except BaseException as exc:  # user code or a client raised (SystemExit too): report it
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     late = _finish(ctx, state, status, error)

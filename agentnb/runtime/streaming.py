@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import RunCancelled, UserError
 from ..models.types import Message, Usage
-from ._loop import background_loop, blocking, in_background_loop
+from ._loop import background_loop, blocking, in_background_loop, take
 from .agent import Agent
 from .context import RunContext
 from .events import Event, RunEnded, RunEvents, being_cancelled
@@ -167,7 +167,7 @@ def _events_of(stream: RunStream) -> Iterator[Event]:
         while True:
             try:
                 with blocking():
-                    event = inbox.get()
+                    event = take(inbox)  # AgentnbError if the loop dies meanwhile
             except KeyboardInterrupt:
                 if interrupted:  # a second interrupt: stop waiting for the run to wind down
                     raise
@@ -178,7 +178,7 @@ def _events_of(stream: RunStream) -> Iterator[Event]:
             if isinstance(event, RunEnded):
                 return
     finally:
-        if not future.done():  # the loop was left early: stop the run
+        if not future.done() and loop.is_running():  # left early: stop the run (if it can be)
             loop.call_soon_threadsafe(stream.cancel)
             try:
                 future.result(timeout=10)

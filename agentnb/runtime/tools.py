@@ -158,7 +158,9 @@ class Tool(BaseTool):
             if known[1]:
                 value = await self.fn(**kwargs)
             else:
-                value = await asyncio.to_thread(self.fn, **kwargs)
+                value = await asyncio.to_thread(_in_thread, self.fn, kwargs)
+                if isinstance(value, _Raised):
+                    raise value.error
                 if inspect.isawaitable(value):
                     value = await value
         except asyncio.CancelledError:
@@ -171,6 +173,21 @@ class Tool(BaseTool):
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    error: BaseException
+
+
+def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """``fn(**kwargs)`` in a worker thread. A `GeneratorExit` comes back as a value: through a
+    future, asyncio would throw it into the task, where it closes every coroutine on the way
+    instead of reaching the run's handler."""
+    try:
+        return fn(**kwargs)
+    except GeneratorExit as exc:
+        return _Raised(exc)
 
 
 def to_text(value: Any) -> str:

@@ -1,0 +1,50 @@
+"""The key every fault and secret test uses, and the scan that proves it shows nowhere.
+
+The key does not start with ``sk-``, so that only the scrubber's knowledge of the configured
+key can hide it, and servers echo it whole and masked (first 8 and last 4 characters)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import uuid
+from pathlib import Path
+from typing import Any
+
+KEY = "zq-SECRET-" + uuid.uuid4().hex
+MASKED = KEY[:8] + "*" * 24 + KEY[-4:]
+LEAKS = (KEY, MASKED, KEY[:8])
+
+
+def exception_texts(error: BaseException | None) -> list[str]:
+    """str, repr, args and attributes of ``error`` and of every exception in its chain."""
+    texts: list[str] = []
+    seen: set[int] = set()
+    todo = [error]
+    while todo:
+        exc = todo.pop()
+        if exc is None or id(exc) in seen:
+            continue
+        seen.add(id(exc))
+        texts += [str(exc), repr(exc), repr(exc.args), repr(getattr(exc, "__dict__", {}))]
+        todo += [exc.__cause__, exc.__context__]
+    return texts
+
+
+def assert_no_key(model: Any, result: Any, *recordings: Path) -> None:
+    """Fail if the key, whole or masked, is in anything a user can see, keep or send."""
+    texts = [repr(model), str(model), repr(vars(model))]
+    texts += [repr(result), *result.log_lines(), result.calls.to_csv(), repr(result.spans)]
+    texts += [json.dumps(result.span_tree(), default=str), repr(result.messages)]
+    texts += exception_texts(result.error)
+    texts += [path.read_text(encoding="utf-8") for path in recordings if path.exists()]
+    everything = "\n".join(texts)
+    # A result's agents hold their tools' argument models, classes made at run time that never
+    # pickle; everything else a result holds (its trace and context included) is pickled.
+    data = {k: v for k, v in vars(result).items() if k != "last_agent"}
+    held = ("root", "active", "events")  # the agents of the run, with their tools
+    data["context"] = {k: v for k, v in vars(result.context).items() if k not in held}
+    pickled = pickle.dumps(model) + pickle.dumps(data)
+    for leak in LEAKS:
+        assert leak not in everything, f"{leak!r} shows in what agentnb shows or writes"
+        assert leak.encode() not in pickled, f"{leak!r} is in a pickle"
