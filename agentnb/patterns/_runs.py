@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunTimeout, UserError
+from ..models import checks
 from ..models.base import ModelClient
 from ..models.types import Message
 from ..runtime.agent import Agent
@@ -45,10 +46,7 @@ def check_agent(agent: Any, where: str, model: ModelClient | str | None = None) 
 
 
 def check_timeout(timeout: float | None, where: str) -> None:
-    if timeout is not None and (
-        not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0
-    ):
-        raise UserError(f"{where}(timeout=...) must be positive seconds or None, got {timeout!r}")
+    checks.positive_seconds(timeout, f"{where}(timeout=...)")
 
 
 def prepare(agent: Agent, input: Input, options: RunOptions, *, t0: float) -> RunContext:

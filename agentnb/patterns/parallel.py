@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings
 from ..runtime.agent import Agent
@@ -132,14 +133,7 @@ async def parallel(
     branches = _branches(agents, model)
     inputs = _inputs(input, branches)
     _runs.check_timeout(timeout, "parallel")
-    if max_concurrency is not None and (
-        not isinstance(max_concurrency, int)
-        or isinstance(max_concurrency, bool)
-        or max_concurrency < 1
-    ):
-        raise UserError(
-            f"parallel(max_concurrency=...) must be a positive integer or None, got {max_concurrency!r}"
-        )
+    checks.positive_int(max_concurrency, "parallel(max_concurrency=...)")
     options = RunOptions(
         limits=limits,
         timeout=timeout,

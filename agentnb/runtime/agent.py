@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from ..errors import UserError
+from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings, check_settings
 from .guardrails import Guardrail, as_guardrails
@@ -87,8 +88,16 @@ class Agent:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise UserError("An Agent needs a non-empty name: Agent(name='reviewer', ...)")
-        if not isinstance(self.max_turns, int) or self.max_turns < 1:
-            raise UserError(f"max_turns must be a positive integer, got {self.max_turns!r}")
+        checks.positive_int(self.max_turns, "max_turns", optional=False)
+        checks.non_negative_int(self.output_retries, f"Agent({self.name!r}, output_retries=...)")
+        if not isinstance(self.description, str):
+            raise UserError(
+                f"Agent({self.name!r}, description=...) must be text, got {self.description!r}"
+            )
+        for label, items in (("tools", self.tools), ("handoffs", self.handoffs)):
+            if not isinstance(items, (list, tuple)) and not hasattr(items, "apply"):
+                # a list (a HandoffRoute, with its ``apply``, may stand for the handoffs)
+                raise UserError(f"Agent({self.name!r}, {label}=...) must be a list, got {items!r}")
         self.tools = list(self.tools)
         self.handoffs = self._split_route(self.handoffs)
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")

@@ -26,6 +26,7 @@ from ..errors import (
     ReplayMismatch,
     UserError,
 )
+from ..models import checks
 from ..models.types import Message
 from .approval import check_approval, check_needs_approval
 from .context import RunContext, TokenBudget
@@ -154,17 +155,10 @@ class AgentTool(BaseTool):
             raise UserError(
                 f"Tool name {tool_name!r} is not usable: letters, digits, _ or -, at most 64."
             )
-        for label, value, kinds in (
-            ("max_turns", max_turns, (int,)),
-            ("timeout", timeout, (int, float)),
-            ("max_tokens", max_tokens, (int,)),
-            ("max_result_chars", max_result_chars, (int,)),
-        ):
-            if value is not None and (
-                not isinstance(value, kinds) or isinstance(value, bool) or not value > 0
-            ):
-                accepted = "a positive integer" if kinds == (int,) else "positive seconds"
-                raise UserError(f"as_tool({label}=...) must be {accepted} or None, got {value!r}")
+        checks.positive_int(max_turns, "as_tool(max_turns=...)")
+        checks.positive_seconds(timeout, "as_tool(timeout=...)")
+        checks.positive_int(max_tokens, "as_tool(max_tokens=...)")
+        checks.positive_int(max_result_chars, "as_tool(max_result_chars=...)")
         if description is not None and not isinstance(description, str):
             raise UserError(f"as_tool(description=...) must be text, got {description!r}")
         if input_schema is not None and not (
@@ -181,7 +175,7 @@ class AgentTool(BaseTool):
             if fn is not None and not callable(fn):
                 raise UserError(f"as_tool({label}=...) must be a function, got {fn!r}")
         check_needs_approval(needs_approval, "as_tool")
-        checks = (
+        guards = (
             check_tool_guardrails(input_guardrails, "as_tool(input_guardrails=...)"),
             check_tool_guardrails(output_guardrails, "as_tool(output_guardrails=...)"),
         )
@@ -207,8 +201,8 @@ class AgentTool(BaseTool):
             input_builder=input_builder,
             extractor=extractor,
             needs_approval=needs_approval,
-            input_guardrails=checks[0],
-            output_guardrails=checks[1],
+            input_guardrails=guards[0],
+            output_guardrails=guards[1],
             propagate_guardrails=propagate_guardrails,
         )
 

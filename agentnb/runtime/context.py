@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
+from ..models import checks
 from ..models.types import Usage
 from ..trace.spans import Trace
 
@@ -34,12 +34,10 @@ class Limits:
     """Wall-clock seconds for the whole run."""
 
     def __post_init__(self) -> None:
-        if self.max_depth < 0:
-            raise UserError("Limits.max_depth must be >= 0")
-        for name in ("max_model_calls", "max_tokens", "timeout"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise UserError(f"Limits.{name} must be positive or None, got {value!r}")
+        checks.non_negative_int(self.max_depth, "Limits(max_depth=...)")
+        checks.positive_int(self.max_model_calls, "Limits(max_model_calls=...)")
+        checks.positive_int(self.max_tokens, "Limits(max_tokens=...)")
+        checks.positive_seconds(self.timeout, "Limits(timeout=...)")
 
 
 _NO_LIMITS = Limits()

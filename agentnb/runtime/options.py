@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import UserError
+from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings
 from ..trace.spans import Listener
@@ -49,10 +50,8 @@ class RunOptions:
     def __post_init__(self) -> None:
         if self.limits is not None and not isinstance(self.limits, Limits):
             raise UserError(f"limits must be agentnb.Limits(...), got {type(self.limits).__name__}")
-        if self.max_turns is not None and (not _is_int(self.max_turns) or self.max_turns < 1):
-            raise UserError(f"max_turns must be a positive integer, got {self.max_turns!r}")
-        if self.timeout is not None and (not _is_number(self.timeout) or not self.timeout > 0):
-            raise UserError(f"timeout must be positive seconds or None, got {self.timeout!r}")
+        checks.positive_int(self.max_turns, "max_turns")
+        checks.positive_seconds(self.timeout, "timeout")
         if self.approver is not None and not callable(self.approver):
             raise UserError(
                 f"approver must be a function pending -> agentnb.Approval (sync or async), got "
@@ -72,7 +71,8 @@ class RunOptions:
                 )
         if self.run_id is not None and (type(self.run_id) is not str or not self.run_id):
             raise UserError(f"run_id must be a non-empty string or None, got {self.run_id!r}")
-        if isinstance(self.listeners, (str, bytes)) or not all(callable(f) for f in self.listeners):
+        listeners = self.listeners
+        if not isinstance(listeners, (list, tuple)) or not all(callable(f) for f in listeners):
             raise UserError(
                 "listeners must be a list of functions listener(event, span), "
                 f"got {self.listeners!r}"
@@ -101,11 +101,3 @@ KEYWORDS = frozenset(f.name for f in fields(RunOptions))
 
 DEFAULT = RunOptions()
 """No options: every default."""
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
