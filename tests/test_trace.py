@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import random
@@ -12,6 +13,7 @@ import pytest
 import agentnb as a
 from agentnb.trace import tokens
 from agentnb.trace.sizes import COMPONENTS, canonical_request, message_size, request_sizes
+from agentnb.trace.spans import Trace
 
 
 @a.tool
@@ -316,3 +318,27 @@ def test_a_call_row_holds_the_call_s_span_and_sizes_in_their_fields():
     assert row.chars_in == sizes["total"] == len(canonical_request(model.requests[0]))
     assert [getattr(row, f"chars_in_{c}") for c in COMPONENTS] == [sizes[c] for c in COMPONENTS]
     assert (row.chars_out, row.tool_calls, row.stop_reason, row.status) == (5, 0, "stop", "ok")
+
+
+@pytest.mark.parametrize(
+    ("raised", "status"),
+    [(asyncio.CancelledError, "cancelled"), (ValueError, "error"), (SystemExit, "error")],
+)
+def test_a_failure_inside_ends_on_failure_ends_the_span_and_goes_on(raised, status):
+    trace = Trace("run-1")
+    span = trace.start("tool_call", "lookup", None, agent="a", path="a", depth=0)
+
+    with pytest.raises(raised), trace.ends_on_failure(span):
+        raise raised()
+
+    assert span.status == status and span.ended is not None
+
+
+def test_ends_on_failure_leaves_a_span_that_did_not_fail_running():
+    trace = Trace("run-1")
+    span = trace.start("tool_call", "lookup", None, agent="a", path="a", depth=0)
+
+    with trace.ends_on_failure(span):
+        pass
+
+    assert span.status == "running" and span.ended is None

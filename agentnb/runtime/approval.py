@@ -200,16 +200,13 @@ async def decide(
         target=pending.agent,
     )
     started = time.perf_counter()
-    try:
-        verdict = await _ask(approver, pending)
-    except asyncio.CancelledError:
-        trace.end(span, "cancelled")
-        raise
-    except UserError:
-        trace.end(span, "error")
-        raise
-    except Exception as exc:  # a broken approver rejects: a call is never approved by accident
-        verdict = Approval(False, f"the approver failed ({type(exc).__name__}: {exc})")
+    with trace.ends_on_failure(span):
+        try:
+            verdict = await _ask(approver, pending)
+        except UserError:
+            raise
+        except Exception as exc:  # a broken approver rejects: a call is never approved by accident
+            verdict = Approval(False, f"the approver failed ({type(exc).__name__}: {exc})")
     waited = time.perf_counter() - started
     status = "ok" if verdict.approved else "refused"
     trace.end(span, status, approved=verdict.approved, reason=verdict.reason, wait_s=waited)

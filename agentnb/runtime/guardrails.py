@@ -145,7 +145,7 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
         depth=state.depth,
         stage=stage,
     )
-    try:
+    with trace.ends_on_failure(span):
         if guard.agent is not None:
             result = await _ask_agent(guard, value, state, ctx, span)
         else:
@@ -157,12 +157,6 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
                 f"Guardrail {guard.name!r} returned {type(result).__name__}; it must return "
                 "agentnb.GuardrailResult(tripwire=..., info=...)."
             )
-    except asyncio.CancelledError:
-        trace.end(span, "cancelled")
-        raise
-    except BaseException:
-        trace.end(span, "error")
-        raise
     tripped = bool(result.tripwire)
     shown = None if result.info is None else truncate(to_text(result.info), 200)
     trace.end(span, "tripped" if tripped else "ok", tripwire=tripped, info=shown)

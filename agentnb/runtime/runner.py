@@ -568,7 +568,7 @@ async def _run_tool(
         await events.tool_started(ctx, state, span, call)
     tool = tools.get(call.name)
     tcx = ToolCallContext(ctx, span, call.id, state)
-    try:
+    with trace.ends_on_failure(span):
         if tool is None:
             known = ", ".join(tools) or "none"
             result: Any = (
@@ -581,12 +581,6 @@ async def _run_tool(
                 if tool.checked
                 else tool.invoke(call.arguments, tcx)
             )
-    except asyncio.CancelledError:
-        trace.end(span, "cancelled")
-        raise
-    except BaseException:
-        trace.end(span, "error")
-        raise
     if isinstance(result, str):
         if tcx.status == "ok" and result.startswith("Tool error"):
             tcx.status = "error"

@@ -12,7 +12,6 @@ A tool with none of these goes straight to `Tool.invoke`: the run loop asks `Too
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -117,7 +116,7 @@ async def _verdict(
         stage=stage,
         tool=tool.name,
     )
-    try:
+    with trace.ends_on_failure(span):
         verdict = fn(*args)
         if inspect.isawaitable(verdict):
             verdict = await verdict
@@ -126,12 +125,6 @@ async def _verdict(
                 f"Tool guardrail {name!r} returned {type(verdict).__name__}; it must return "
                 "agentnb.ToolGuardrail.allow(), .reject(message) or .stop(message)."
             )
-    except asyncio.CancelledError:
-        trace.end(span, "cancelled")
-        raise
-    except BaseException:
-        trace.end(span, "error")
-        raise
     action = verdict.action
     trace.end(span, "ok" if action == "allow" else "tripped", action=action)
     trace.log(

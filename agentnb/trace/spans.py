@@ -7,9 +7,11 @@ seconds since the run started (``perf_counter``), which keeps timelines comparab
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Literal
@@ -127,6 +129,19 @@ class Trace:
             span.attrs.update(attrs)
         if self.listeners:
             self._notify("end", span)
+
+    @contextmanager
+    def ends_on_failure(self, span: Span) -> Iterator[Span]:
+        """An exception out of the block ends ``span`` (``cancelled`` or ``error``) and goes on
+        up: a span is never left running because what it timed failed."""
+        try:
+            yield span
+        except asyncio.CancelledError:
+            self.end(span, "cancelled")
+            raise
+        except BaseException:
+            self.end(span, "error")
+            raise
 
     def _notify(self, event: str, span: Span) -> None:
         """Call every listener. One that raises is not called again, and its exception ends
