@@ -1,0 +1,294 @@
+"""How a capture follows openai-agents runs: a frame per run, an agentnb span per step.
+
+Every ``Runner.run`` (or ``run_streamed``) inside a capture gets a `Frame`. A run started at
+the top gets its own agentnb `Trace` (its own run id); a run started inside a tool of a run
+being captured (``Agent.as_tool``) is a sub-agent: its frame hangs below that tool call's span,
+one level deeper, on the same trace. Each model call of each agent goes through a
+`MeasuredModel`, which times it and adds one row to the calls table; the SDK's tool hooks give
+the tool-call spans. Nothing here changes what the SDK sends or returns.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agents import RunHooks
+from agents.models.interface import Model
+
+from ..models.types import ModelRequest
+from ..trace.history import HistoryTally
+from ..trace.sizes import request_sizes, response_chars
+from ..trace.spans import Span, Trace
+from ..trace.tokens import request_tokens, response_tokens
+from . import _sdk_items as items
+from ._rows import call_row
+
+if TYPE_CHECKING:
+    from .openai_agents import Capture
+
+FRAME: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
+    "agentnb_oa_frame", default=None
+)
+
+
+@dataclass(eq=False)
+class AgentRun:
+    """One agent's part of one SDK run: its span, turns and measuring caches."""
+
+    name: str
+    path: str
+    depth: int
+    span: Span
+    turn: int = 0
+    tally: HistoryTally = field(default_factory=HistoryTally)
+    history: items.ItemHistory = field(default_factory=items.ItemHistory)
+    specs: dict[int, Any] = field(default_factory=dict)
+    models: dict[int, MeasuredModel] = field(default_factory=dict)
+
+
+class Frame:
+    """One SDK run inside a capture (a top-level run or a sub-agent's nested run)."""
+
+    def __init__(
+        self,
+        capture: Capture,
+        trace: Trace,
+        parent: Span | None,
+        prefix: str,
+        depth: int,
+        root: bool,
+    ) -> None:
+        self.capture, self.trace, self.prefix, self.depth, self.root = (
+            capture,
+            trace,
+            prefix,
+            depth,
+            root,
+        )
+        self.parent = parent
+        self.agents: dict[str, AgentRun] = {}
+        self.tools: dict[str, Span] = {}
+        self.closed = False
+
+    def agent_run(self, agent: Any) -> AgentRun:
+        name = agent.name
+        run = self.agents.get(name)
+        if run is None:
+            path = self.prefix + name
+            span = self.trace.start(
+                "agent", name, self.parent, agent=name, path=path, depth=self.depth
+            )
+            run = self.agents[name] = AgentRun(name, path, self.depth, span)
+        return run
+
+    def child(self, context: Any) -> Frame:
+        """The frame of a run started inside one of this run's tools (a sub-agent)."""
+        caller = getattr(getattr(context, "agent", None), "name", None)
+        run = self.agents.get(caller) if caller else None
+        if run is None and self.agents:
+            run = next(reversed(self.agents.values()))
+        span = self.tools.get(getattr(context, "tool_call_id", None) or "")
+        if span is None and run is not None:
+            span = run.span
+        prefix = run.path + "/" if run is not None else self.prefix
+        return Frame(self.capture, self.trace, span, prefix, self.depth + 1, root=False)
+
+    def tool_started(self, context: Any, agent: Any, tool: Any) -> None:
+        run = self.agent_run(agent)
+        call_id = getattr(context, "tool_call_id", None) or f"{run.path}:{len(self.tools)}"
+        self.tools[call_id] = self.trace.start(
+            "tool_call",
+            getattr(tool, "name", type(tool).__name__),
+            run.span,
+            agent=run.name,
+            path=run.path,
+            depth=run.depth,
+            turn=run.turn,
+        )
+
+    def tool_ended(self, context: Any) -> None:
+        span = self.tools.get(getattr(context, "tool_call_id", None) or "")
+        if span is not None and span.ended is None:
+            self.trace.end(span, "ok")
+
+    def finish(self, error: BaseException | None) -> None:
+        """End this run's spans (status from ``error``); a top-level run goes to the capture."""
+        if self.closed:
+            return
+        self.closed = True
+        status = "ok" if error is None else "error"
+        for span in (*self.tools.values(), *(r.span for r in self.agents.values())):
+            if span.ended is None:
+                self.trace.end(span, status)
+        if self.root:
+            self.trace.close_open(status)
+
+    def record(
+        self,
+        run: AgentRun,
+        span: Span,
+        model: str,
+        call: dict[str, Any],
+        output: list[Any] | None,
+        usage: Any,
+        status: str,
+    ) -> None:
+        """Measure one finished model call and add its row (see `agentnb.trace.sizes`)."""
+        article = self.capture.count == "article"
+        history = run.history
+        history.update(items.as_input_items(call["input"]), article)
+        system = call["system_instructions"]
+        request = ModelRequest(
+            system or "",
+            history.messages,
+            items.tool_specs(call["tools"], call["handoffs"], run.specs),
+            items.output_schema(call["output_schema"]),
+            agent=run.name,
+        )
+        if article:
+            sizes = history.article_sizes(system, call["tools"])
+        else:
+            sizes = request_sizes(request, run.tally)
+        tokens_in, method = request_tokens(request, run.tally)
+        response = items.response(output, usage) if output is not None else None
+        tokens_out = None
+        if response is not None and tokens_in is not None:
+            tokens_out = response_tokens(response)
+        provider = response.usage if response is not None else items.provider_usage(None)
+        if tokens_in is None and provider.input_tokens is not None:
+            tokens_in, tokens_out, method = (
+                provider.input_tokens,
+                provider.output_tokens,
+                "provider",
+            )
+        chars_out = response_chars(response) if response is not None else 0
+        row = call_row(
+            self.trace.run_id,
+            span,
+            model=model,
+            turn=run.turn,
+            sizes=sizes,
+            chars_out=chars_out,
+            tokens=(tokens_in, tokens_out, method),
+            provider=(provider.input_tokens, provider.output_tokens),
+            tool_calls=len(response.tool_calls) if response is not None else 0,
+            stop_reason=response.stop_reason if response is not None else "error",
+            status=status,
+        )
+        self.trace.call_rows.append(row)
+        span.attrs.update(chars_in=sizes["total"], chars_out=chars_out, tokens_in=tokens_in)
+        span.attrs["tokens_out"] = tokens_out
+
+
+_CALL_KEYS = (
+    "system_instructions",
+    "input",
+    "model_settings",
+    "tools",
+    "output_schema",
+    "handoffs",
+    "tracing",
+)
+"""``Model.get_response``'s parameters in order, for a call made with positional arguments."""
+
+
+class MeasuredModel(Model):
+    """Stands in for an agent's model while a capture is open: same answers, timed and measured."""
+
+    def __init__(self, inner: Model, frame: Frame, run: AgentRun) -> None:
+        self.inner, self.frame, self.run = inner, frame, run
+        self.label = str(getattr(inner, "model", None) or type(inner).__name__)
+
+    def _start(self) -> Span:
+        run = self.run
+        run.turn += 1
+        return self.frame.trace.start(
+            "model_call",
+            self.label,
+            run.span,
+            agent=run.name,
+            path=run.path,
+            depth=run.depth,
+            turn=run.turn,
+        )
+
+    def _end(self, span: Span, call: dict[str, Any], response: Any, status: str) -> None:
+        self.frame.trace.end(span, status)
+        output = getattr(response, "output", None) if response is not None else None
+        usage = getattr(response, "usage", None) if response is not None else None
+        self.frame.record(self.run, span, self.label, call, output, usage, status)
+
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        call = {**dict(zip(_CALL_KEYS, args)), **kwargs}
+        span = self._start()
+        try:
+            response = await self.inner.get_response(*args, **kwargs)
+        except BaseException:
+            self._end(span, call, None, "error")
+            raise
+        self._end(span, call, response, "ok")
+        return response
+
+    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        call = {**dict(zip(_CALL_KEYS, args)), **kwargs}
+        span, final, status = self._start(), None, "error"
+        try:
+            async for event in self.inner.stream_response(*args, **kwargs):
+                if getattr(event, "type", None) == "response.completed":
+                    final = getattr(event, "response", None)
+                yield event
+            status = "ok"
+        finally:
+            self._end(span, call, final, status)
+
+    def get_retry_advice(self, request: Any) -> Any:
+        return self.inner.get_retry_advice(request)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    async def _cleanup_on_run_end(self, owner: object) -> None:
+        await self.inner._cleanup_on_run_end(owner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class Hooks(RunHooks[Any]):
+    """The run's hooks, forwarded unchanged, plus the tool-call spans."""
+
+    def __init__(self, inner: RunHooks[Any] | None, frame: Frame) -> None:
+        self.inner = inner if inner is not None else RunHooks()
+        self.frame = frame
+
+    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.on_llm_start(*args, **kwargs)
+
+    async def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.on_llm_end(*args, **kwargs)
+
+    async def on_agent_start(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.on_agent_start(*args, **kwargs)
+
+    async def on_agent_end(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.on_agent_end(*args, **kwargs)
+
+    async def on_handoff(self, *args: Any, **kwargs: Any) -> None:
+        await self.inner.on_handoff(*args, **kwargs)
+
+    async def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
+        context, agent, tool = _bind(args, kwargs, ("context", "agent", "tool"))
+        self.frame.tool_started(context, agent, tool)
+        await self.inner.on_tool_start(*args, **kwargs)
+
+    async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
+        self.frame.tool_ended(_bind(args, kwargs, ("context",))[0])
+        await self.inner.on_tool_end(*args, **kwargs)
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
+    """A hook's leading arguments by name, however the SDK passed them."""
+    return [args[i] if i < len(args) else kwargs.get(name) for i, name in enumerate(names)]

@@ -1,0 +1,62 @@
+"""One calls-table row for a model call agentnb did not make itself (a captured framework's).
+
+The row has exactly the columns of `agentnb.trace.CALL_COLUMNS`, in that order, so a captured
+call sits in the same frame as a native one and every table and plot reads it the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..trace.sizes import COMPONENTS
+from ..trace.spans import CALL_COLUMNS, Span
+
+_SIZES = ("chars_in", *(f"chars_in_{c}" for c in COMPONENTS))
+
+
+def call_row(
+    run_id: str,
+    span: Span,
+    *,
+    model: str,
+    turn: int,
+    sizes: dict[str, Any] | None,
+    chars_out: int | None,
+    tokens: tuple[int | None, int | None, str],
+    provider: tuple[int | None, int | None],
+    tool_calls: int,
+    stop_reason: str,
+    status: str,
+) -> dict[str, Any]:
+    """A row of `CALL_COLUMNS`; ``sizes`` is `request_sizes`' dict (None: not measurable)."""
+    latency = None if span.ended is None else span.ended - span.started
+    values: dict[str, Any] = {
+        "run_id": run_id,
+        "span_id": span.span_id,
+        "parent_id": span.parent_id,
+        "agent": span.agent,
+        "model": model,
+        "path": span.path,
+        "depth": span.depth,
+        "turn": turn,
+        "started": span.started,
+        "ended": span.ended,
+        "latency_s": latency,
+        "wait_s": 0.0,
+    }
+    for column in _SIZES:
+        key = "total" if column == "chars_in" else column[len("chars_in_") :]
+        values[column] = None if sizes is None else sizes[key]
+    values.update(
+        chars_out=chars_out,
+        tokens_in=tokens[0],
+        tokens_out=tokens[1],
+        tokens_method=tokens[2],
+        provider_tokens_in=provider[0],
+        provider_tokens_out=provider[1],
+        tool_calls=tool_calls,
+        stop_reason=stop_reason,
+        retries=0,
+        status=status,
+    )
+    return {column: values[column] for column in CALL_COLUMNS}

@@ -1,0 +1,266 @@
+"""agentnb.integrations.openai_agents: openai-agents runs measured without changing them."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import Agent, Runner, function_tool, handoff, set_tracing_disabled  # noqa: E402
+from agents.run_internal import run_loop  # noqa: E402
+from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
+from agents.usage import Usage as SdkUsage  # noqa: E402
+
+import agentnb  # noqa: E402
+from agentnb.errors import UserError  # noqa: E402
+from agentnb.integrations import _sdk_items, _sdk_patch, article, openai_agents  # noqa: E402
+from agentnb.models.types import Message, ModelRequest, ToolCall, ToolSpec  # noqa: E402
+from agentnb.trace import CALL_COLUMNS, canonical_request  # noqa: E402
+
+set_tracing_disabled(True)  # as the article's listings run: the capture must not need it
+
+
+async def test_article_count_reproduces_the_published_table():
+    table = await article.cost_table("article")
+    assert table["chars_in"].tolist() == [1119, 5434, 8634, 11834, 18237]
+    assert [f"{m:.1f}" for m in table["multiplier"][1:]] == ["4.9", "7.7", "10.6", "16.3"]
+    assert table["run_id"].nunique() == 5
+
+
+async def test_article_rule_is_what_the_model_was_handed():
+    ids = itertools.count()
+    agent = article.coordinator(2, ids)
+    with openai_agents.capture("article") as cap:
+        await Runner.run(agent, article.CLAUSE)
+    received = agent.model.calls  # type: ignore[union-attr]
+    tools = agent.tools
+    specs = [(t.name, t.description, t.params_json_schema) for t in tools]  # type: ignore[union-attr]
+    expected = [
+        len(article.COORDINATOR) + len(json.dumps(c["input"])) + len(json.dumps(specs))
+        for c in received
+    ]
+    rows = cap.calls[cap.calls["agent"] == "Coordinator"]
+    assert rows["chars_in"].tolist() == expected
+    # the second turn reread both tool calls (ids fc_0, fc_1) and both opinions
+    second = received[1]["input"]
+    assert [i.get("call_id") for i in second if i.get("type") == "function_call"] == [
+        "call_0",
+        "call_1",
+    ]
+    components = [c for c in CALL_COLUMNS if c.startswith("chars_in_")]
+    assert (cap.calls[components].sum(axis=1) == cap.calls["chars_in"]).all()
+
+
+async def test_agentnb_count_is_agentnb_canonical_json_of_what_the_sdk_sent():
+    ids = itertools.count()
+    agent = article.coordinator(1, ids)
+    with openai_agents.capture() as cap:
+        await Runner.run(agent, article.CLAUSE)
+    calls = cap.calls
+    assert list(calls.columns) == list(CALL_COLUMNS)
+    tool = agent.tools[0]
+    spec = ToolSpec(tool.name, tool.description, tool.params_json_schema)  # type: ignore[union-attr]
+    call = ToolCall("opinion_0", json.dumps({"input": article.CLAUSE}), "call_0")
+    second = ModelRequest(
+        article.COORDINATOR,
+        [
+            Message.user(article.CLAUSE),
+            Message.assistant(None, (call,)),
+            Message.tool(call, article.OPINION),
+        ],
+        [spec],
+    )
+    coordinator = calls[calls["agent"] == "Coordinator"]
+    assert coordinator["chars_in"].tolist()[1] == len(canonical_request(second))
+    reviewer = calls[calls["agent"] == "Reviewer 0"].iloc[0]
+    first = ModelRequest(article.REVIEWER, [Message.user(article.CLAUSE)], [])
+    assert reviewer["chars_in"] == len(canonical_request(first))
+    assert reviewer["chars_in_user"] == len(article.CLAUSE)
+    assert coordinator["chars_in_tool_results"].tolist() == [0, len(article.OPINION)]
+
+
+async def test_hierarchy_runs_and_spans_are_attributed():
+    ids = itertools.count()
+    with openai_agents.capture() as cap:
+        await Runner.run(article.coordinator(2, ids), article.CLAUSE)
+        await Runner.run(article.generalist(ids), article.CLAUSE)
+    assert len(cap.runs) == 2 and cap.runs[0].run_id != cap.runs[1].run_id
+    calls = cap.calls
+    first = calls[calls["run_id"] == cap.runs[0].run_id]
+    assert first["path"].tolist() == [
+        "Coordinator",
+        "Coordinator/Reviewer 0",
+        "Coordinator/Reviewer 1",
+        "Coordinator",
+    ]
+    assert first["depth"].tolist() == [0, 1, 1, 0]
+    assert first["turn"].tolist() == [1, 1, 1, 2]
+    spans = {s.span_id: s for s in cap.runs[0].spans}
+    for row in first[first["depth"] == 1].itertuples():
+        agent_span = spans[row.parent_id]
+        tool_span = spans[agent_span.parent_id]
+        assert (agent_span.kind, tool_span.kind) == ("agent", "tool_call")
+        assert tool_span.name == f"opinion_{row.agent[-1]}"
+    assert all(s.ended is not None and s.status == "ok" for s in cap.spans)
+    assert cap.ok and "Coordinator/Reviewer 1" in cap._repr_html_()
+
+
+async def test_tables_and_plots_take_a_capture():
+    with openai_agents.capture() as cap:
+        await Runner.run(article.coordinator(2, itertools.count()), article.CLAUSE)
+    table = agentnb.breakdown(cap)
+    assert table["chars_in"].iloc[0] == cap.calls["chars_in"].sum()
+    assert agentnb.cost_table(cap)["model_calls"].iloc[0] == 4
+    from agentnb import plot
+
+    fig = plot.timeline(cap)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()][0] == "Coordinator"
+
+    async def one(n: int, mode: str):
+        with openai_agents.capture() as inner:
+            await Runner.run(article.coordinator(n, itertools.count()), article.CLAUSE)
+        return inner
+
+    frame = await agentnb.sweep(one, {"n": [1, 2], "mode": ["as_tool"]}, progress=False)
+    series = agentnb.latency_series(frame)
+    assert series["model_calls"].tolist() == [3, 4]
+
+
+def test_run_sync_and_streamed_are_measured():
+    model = ScriptedModel([[assistant_message("Done.")]], default_usage=None)
+    agent = Agent(name="solo", instructions="Answer.", model=model)
+    with openai_agents.capture() as cap:
+        Runner.run_sync(agent, "hello")
+    assert cap.calls["chars_in_user"].tolist() == [5]
+
+    streamed_model = ScriptedModel(
+        [
+            {
+                "output": [assistant_message("Streamed.")],
+                "usage": SdkUsage(requests=1, input_tokens=7, output_tokens=3, total_tokens=10),
+            }
+        ]
+    )
+    streamer = Agent(name="streamer", instructions="Answer.", model=streamed_model)
+
+    async def consume():
+        with openai_agents.capture() as cap:
+            result = Runner.run_streamed(streamer, "hi")
+            async for _ in result.stream_events():
+                pass
+        return cap
+
+    import asyncio
+
+    cap = asyncio.run(consume())
+    row = cap.calls.iloc[0]
+    assert (row["agent"], row["chars_out"], row["provider_tokens_in"]) == ("streamer", 9, 7)
+    assert streamed_model.calls[0].input == [{"content": "hi", "role": "user"}]
+
+
+async def test_handoffs_tools_and_provider_usage():
+    @function_tool
+    def clause_length(text: str) -> int:
+        """Count the characters of a clause."""
+        return len(text)
+
+    tax = Agent(
+        name="tax",
+        instructions="Tax view.",
+        model=ScriptedModel(
+            [
+                {
+                    "output": [assistant_message("Fine.")],
+                    "usage": SdkUsage(
+                        requests=1, input_tokens=40, output_tokens=2, total_tokens=42
+                    ),
+                }
+            ]
+        ),
+    )
+    triage_model = ScriptedModel(
+        [
+            [function_call("clause_length", {"text": "abc"}, call_id="c1")],
+            [function_call("transfer_to_tax", {}, call_id="c2")],
+        ]
+    )
+    triage = Agent(
+        name="triage",
+        instructions="Route.",
+        model=triage_model,
+        tools=[clause_length],
+        handoffs=[handoff(tax)],
+    )
+    with openai_agents.capture() as cap:
+        result = await Runner.run(triage, "a clause")
+    assert result.final_output == "Fine."
+    calls = cap.calls
+    assert calls["agent"].tolist() == ["triage", "triage", "tax"]
+    assert calls["chars_in_tool_results"].tolist()[1] == 1  # "3"
+    assert calls["provider_tokens_in"].tolist()[2] == 40
+    spans = [s for s in cap.spans if s.kind == "tool_call"]
+    assert [s.name for s in spans] == ["clause_length"]
+    # the handoff is a tool spec the model saw
+    sent = triage_model.calls[0]
+    names = [t.name for t in sent.tools] + [h.tool_name for h in sent.handoffs]
+    assert "transfer_to_tax" in names
+    assert calls["chars_in_tools"].iloc[0] > len("transfer_to_tax")
+
+
+async def test_a_failing_run_is_kept_and_the_error_raised():
+    model = ScriptedModel([RuntimeError("model down")])
+    agent = Agent(name="broken", instructions="x", model=model)
+    with openai_agents.capture() as cap, pytest.raises(RuntimeError, match="model down"):
+        await Runner.run(agent, "hi")
+    assert not cap.ok and isinstance(cap.error, RuntimeError)
+    assert cap.calls["status"].tolist() == ["error"]
+
+
+def test_history_is_converted_once_per_item():
+    history = _sdk_items.ItemHistory()
+    items: list[dict[str, object]] = [{"content": "hi", "role": "user"}]
+    history.update(items, article=False)
+    first = history.messages[0]
+    for n in range(50):
+        items = [
+            *items,
+            {"type": "function_call", "call_id": f"c{n}", "name": "f", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": f"c{n}", "output": "ok"},
+        ]
+        before = len(history.messages)
+        history.update(items, article=False)
+        assert history.messages[0] is first  # the same objects: their sizes stay cached
+        assert len(history.messages) == before + 2
+    changed = [{"content": "other", "role": "user"}]
+    history.update(changed, article=False)
+    assert [m.content for m in history.messages] == ["other"]
+
+
+def test_capture_restores_the_sdk_when_the_last_one_closes():
+    original = run_loop.get_model
+    with openai_agents.capture():
+        with openai_agents.capture():
+            assert run_loop.get_model is not original
+        assert run_loop.get_model is not original
+    assert run_loop.get_model is original and not _sdk_patch.installed()
+    model = ScriptedModel([[assistant_message("x")]])
+    Runner.run_sync(Agent(name="a", instructions="i", model=model), "hi")  # not measured: fine
+
+
+def test_the_wrapped_sdk_names_exist():
+    """Fails with the name that moved when an openai-agents release renames a wrapped function."""
+    _sdk_patch.check()
+
+
+def test_a_moved_name_is_a_clear_error(monkeypatch):
+    monkeypatch.delattr(run_loop, "get_model")
+    with pytest.raises(UserError, match=r"agents\.run_internal\.run_loop\.get_model"):
+        _sdk_patch.check()
+
+
+def test_count_is_checked():
+    with pytest.raises(UserError, match="count must be one of 'agentnb', 'article'"):
+        openai_agents.capture("tokens")  # type: ignore[arg-type]
