@@ -107,6 +107,7 @@ class Frame:
             path=run.path,
             depth=run.depth,
             turn=run.turn,
+            call_id=call_id,
         )
 
     def tool_ended(self, context: Any) -> None:

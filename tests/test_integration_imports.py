@@ -1,0 +1,36 @@
+"""``import agentnb`` never imports an integration's framework; the extras are declared."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FRAMEWORKS = ("agents", "opentelemetry", "pydantic_ai")
+
+
+def test_import_agentnb_imports_no_framework():
+    code = (
+        "import sys, agentnb, agentnb.integrations\n"
+        f"loaded = [m for m in {FRAMEWORKS!r} if m in sys.modules]\n"
+        "print(','.join(loaded))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == ""
+
+
+def test_extras_pin_the_tested_openai_agents_range():
+    tomllib = pytest.importorskip("tomllib")
+    from agentnb.integrations import _sdk_patch
+
+    project = tomllib.loads(Path(__file__).parents[1].joinpath("pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    assert extras["openai-agents"] == [f"openai-agents{_sdk_patch.TESTED}"]
+    assert any(d.startswith("opentelemetry-sdk") for d in extras["otel"])
+    dev = extras["dev"]
+    for name in ("openai-agents", "opentelemetry-sdk", "pydantic-ai-slim"):
+        assert any(d.startswith(name) for d in dev), name
