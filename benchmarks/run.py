@@ -24,6 +24,7 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`: make the package im
     __package__ = "benchmarks"
 
 from benchmarks._stats import machine_info  # noqa: E402
+from benchmarks.capture_overhead import bench_capture  # noqa: E402
 from benchmarks.cost import bench_cost  # noqa: E402
 from benchmarks.fanout import bench_fanout  # noqa: E402
 from benchmarks.overhead import bench_overhead  # noqa: E402
@@ -51,6 +52,7 @@ PLAN: dict[str, tuple[Bench, dict[str, Any], dict[str, Any]]] = {
     ),
     "sweep": (bench_sweep, {"configs": 100, "repeats": 7}, {"configs": 50, "repeats": 3}),
     "overhead": (bench_overhead, {"runs": 400, "block": 25}, {"runs": 60, "block": 20}),
+    "openai_agents_capture": (bench_capture, {"runs": 300, "block": 25}, {"runs": 40, "block": 20}),
     "trace_scale": (
         bench_trace_scale,
         {"workers": 1000, "turns": 100, "repeats": 5, "memory_workers": 100},

@@ -264,3 +264,25 @@ def test_a_moved_name_is_a_clear_error(monkeypatch):
 def test_count_is_checked():
     with pytest.raises(UserError, match="count must be one of 'agentnb', 'article'"):
         openai_agents.capture("tokens")  # type: ignore[arg-type]
+
+
+async def test_a_long_conversation_is_counted_once_per_new_message(word_tokenizer):
+    """Tokens (and sizes) of a 40-turn tool loop: each text is counted once, not once per turn."""
+
+    @function_tool
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return f"value of {key}"
+
+    turns = 40
+    steps = [[function_call("lookup", {"key": f"k{i}"}, call_id=f"c{i}")] for i in range(turns)]
+    model = ScriptedModel([*steps, [assistant_message("done")]])
+    agent = Agent(name="loop", instructions="Look things up.", model=model, tools=[lookup])
+    async with openai_agents.capture() as cap:
+        await Runner.run(agent, "start", max_turns=turns + 5)
+    calls = cap.calls
+    assert len(calls) == turns + 1 and (calls["tokens_method"] == "words").all()
+    assert calls["tokens_in"].is_monotonic_increasing
+    history_texts = [t for t in word_tokenizer if t.startswith(("value of", '{"key"'))]
+    # every argument and result was tokenized once (plus each call's output once), not per turn
+    assert len(history_texts) <= 3 * turns
