@@ -34,3 +34,26 @@ def test_extras_pin_the_tested_openai_agents_range():
     dev = extras["dev"]
     for name in ("openai-agents", "opentelemetry-sdk", "pydantic-ai-slim"):
         assert any(d.startswith(name) for d in dev), name
+
+
+def test_a_captured_row_has_the_call_columns_in_order():
+    from agentnb.integrations._rows import call_row
+    from agentnb.trace import CALL_COLUMNS, Trace
+
+    trace = Trace("r")
+    span = trace.start("model_call", "m", None, agent="a", path="a", depth=0)
+    trace.end(span)
+    row = call_row(
+        "r",
+        span,
+        model="m",
+        turn=1,
+        sizes=None,
+        chars_out=None,
+        tokens=(None, None, "unavailable"),
+        provider=(None, None),
+        tool_calls=0,
+        stop_reason="stop",
+        status="ok",
+    )
+    assert tuple(row) == CALL_COLUMNS

@@ -61,14 +61,14 @@ class Frame:
         depth: int,
         root: bool,
     ) -> None:
-        self.capture, self.trace, self.prefix, self.depth, self.root = (
-            capture,
-            trace,
-            prefix,
-            depth,
-            root,
-        )
+        self.capture = capture
+        self.trace = trace
         self.parent = parent
+        """The span a new agent of this run hangs below (the run's, or the caller's tool call)."""
+        self.prefix = prefix
+        """What this run's agents' paths start with (the caller's path and a slash)."""
+        self.depth = depth
+        self.root = root
         self.agents: dict[str, AgentRun] = {}
         self.tools: dict[str, Span] = {}
         self.closed = False
@@ -280,16 +280,10 @@ class Hooks(RunHooks[Any]):
     async def on_handoff(self, *args: Any, **kwargs: Any) -> None:
         await self.inner.on_handoff(*args, **kwargs)
 
-    async def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
-        context, agent, tool = _bind(args, kwargs, ("context", "agent", "tool"))
+    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         self.frame.tool_started(context, agent, tool)
-        await self.inner.on_tool_start(*args, **kwargs)
+        await self.inner.on_tool_start(context, agent, tool)
 
-    async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
-        self.frame.tool_ended(_bind(args, kwargs, ("context",))[0])
-        await self.inner.on_tool_end(*args, **kwargs)
-
-
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...]) -> list[Any]:
-    """A hook's leading arguments by name, however the SDK passed them."""
-    return [args[i] if i < len(args) else kwargs.get(name) for i, name in enumerate(names)]
+    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
+        self.frame.tool_ended(context)
+        await self.inner.on_tool_end(context, agent, tool, result)

@@ -1,17 +1,15 @@
 """One calls-table row for a model call agentnb did not make itself (a captured framework's).
 
-The row has exactly the columns of `agentnb.trace.CALL_COLUMNS`, in that order, so a captured
-call sits in the same frame as a native one and every table and plot reads it the same way.
+The row has exactly the columns of `agentnb.trace.CALL_COLUMNS`, in that order (a test checks
+it), so a captured call sits in the same frame as a native one and every table and plot reads
+it the same way.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..trace.sizes import COMPONENTS
-from ..trace.spans import CALL_COLUMNS, Span
-
-_SIZES = ("chars_in", *(f"chars_in_{c}" for c in COMPONENTS))
+from ..trace.spans import Span
 
 
 def call_row(
@@ -30,7 +28,8 @@ def call_row(
 ) -> dict[str, Any]:
     """A row of `CALL_COLUMNS`; ``sizes`` is `request_sizes`' dict (None: not measurable)."""
     latency = None if span.ended is None else span.ended - span.started
-    values: dict[str, Any] = {
+    size = sizes.get if sizes is not None else _missing
+    row = {
         "run_id": run_id,
         "span_id": span.span_id,
         "parent_id": span.parent_id,
@@ -43,20 +42,28 @@ def call_row(
         "ended": span.ended,
         "latency_s": latency,
         "wait_s": 0.0,
+        "chars_in": size("total"),
+        "chars_in_system": size("system"),
+        "chars_in_tools": size("tools"),
+        "chars_in_user": size("user"),
+        "chars_in_assistant": size("assistant"),
+        "chars_in_tool_args": size("tool_args"),
+        "chars_in_tool_results": size("tool_results"),
+        "chars_in_framing": size("framing"),
+        "chars_out": chars_out,
+        "tokens_in": tokens[0],
+        "tokens_out": tokens[1],
+        "tokens_method": tokens[2],
+        "provider_tokens_in": provider[0],
+        "provider_tokens_out": provider[1],
+        "tool_calls": tool_calls,
+        "stop_reason": stop_reason,
+        "retries": 0,
+        "status": status,
     }
-    for column in _SIZES:
-        key = "total" if column == "chars_in" else column[len("chars_in_") :]
-        values[column] = None if sizes is None else sizes[key]
-    values.update(
-        chars_out=chars_out,
-        tokens_in=tokens[0],
-        tokens_out=tokens[1],
-        tokens_method=tokens[2],
-        provider_tokens_in=provider[0],
-        provider_tokens_out=provider[1],
-        tool_calls=tool_calls,
-        stop_reason=stop_reason,
-        retries=0,
-        status=status,
-    )
-    return {column: values[column] for column in CALL_COLUMNS}
+    return row
+
+
+def _missing(component: str) -> None:
+    """A request that could not be measured has no size in any component."""
+    return None

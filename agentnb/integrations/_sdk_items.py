@@ -150,17 +150,21 @@ def output_schema(schema: Any) -> OutputSchema | None:
     return OutputSchema(schema.name(), schema.json_schema())
 
 
+def _field(item: Any, name: str) -> Any:
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
+
+
 def response(output: list[Any], usage: Any) -> ModelResponse:
     """The SDK's model response as agentnb's: text, tool calls, provider usage."""
     texts, calls = [], []
-    for item in output:
-        d = as_dict(item)
-        if d.get("type") == "function_call":
-            calls.append(
-                ToolCall(d.get("name") or "", d.get("arguments") or "", d.get("call_id") or "")
-            )
-        elif d.get("type") == "message":
-            texts.append(_content_text(d.get("content")) or "")
+    for item in output:  # pydantic output items, read in place (dumping each one is slow)
+        kind = _field(item, "type")
+        if kind == "function_call":
+            name, arguments = _field(item, "name") or "", _field(item, "arguments") or ""
+            calls.append(ToolCall(name, arguments, _field(item, "call_id") or ""))
+        elif kind == "message":
+            parts = _field(item, "content") or ()
+            texts.append("".join(t for p in parts if isinstance(t := _field(p, "text"), str)))
     return ModelResponse(
         "".join(texts) if texts else None,
         calls,

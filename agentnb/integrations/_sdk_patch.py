@@ -36,6 +36,7 @@ _TARGETS = (
 _lock = threading.Lock()
 _users = 0
 _saved: list[tuple[Any, str, Any]] = []
+_checked: list[bool] = []  # `check` passed once: the SDK's modules do not move while it runs
 
 
 def _owner(module: str, cls: str | None) -> Any:
@@ -77,7 +78,9 @@ def install(
         _users += 1
         if _users > 1:
             return
-        check()
+        if not _checked:
+            check()
+            _checked.append(True)
         for (module, cls, name), factory in zip(_TARGETS, (get_model, run, run_streamed)):
             owner = _owner(module, cls)
             original = owner.__dict__[name]
