@@ -75,6 +75,20 @@ def test_overhead_side_by_side_with_openai_agents_when_installed():
     assert len(ratios) == 2 and all(r["value"] > 0 and r["target"] == ">= 20" for r in ratios)
 
 
+def test_capture_overhead_compares_plain_and_captured_openai_agents_runs():
+    pytest.importorskip("agents")
+    from benchmarks.capture_overhead import bench_capture
+
+    section = bench_capture(runs=2, block=1)
+    rows = _check(section, "openai_agents_capture")
+    added = _metric(rows, "overhead")
+    assert [r["case"] for r in added] == [
+        "capture adds · single agent, tool loop",
+        "capture adds · hierarchy, 3 sub-agents",
+    ]
+    assert all(r["target"] == "<= 5" and r["unit"] == "%" for r in added)
+
+
 def test_fanout_reports_ratio_and_cost_per_branch():
     section = bench_fanout(
         sizes=(3,), latency=0.01, repeats=1, reviewer_latency=0.01, reviewer_repeats=1
@@ -150,7 +164,15 @@ def test_the_runner_refuses_unknown_benchmarks(capsys):
     with pytest.raises(SystemExit):
         main(["--only", "nope"])
     assert "unknown benchmark" in capsys.readouterr().err
-    assert set(PLAN) == {"cost", "token_cache", "fanout", "sweep", "overhead", "trace_scale"}
+    assert set(PLAN) == {
+        "cost",
+        "token_cache",
+        "fanout",
+        "sweep",
+        "overhead",
+        "openai_agents_capture",
+        "trace_scale",
+    }
 
 
 def test_a_quick_run_does_not_overwrite_the_published_results(tmp_path, monkeypatch):
