@@ -286,3 +286,18 @@ async def test_a_long_conversation_is_counted_once_per_new_message(word_tokenize
     history_texts = [t for t in word_tokenizer if t.startswith(("value of", '{"key"'))]
     # every argument and result was tokenized once (plus each call's output once), not per turn
     assert len(history_texts) <= 3 * turns
+
+
+async def test_an_item_agentnb_cannot_read_never_breaks_the_run(monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("unreadable item")
+
+    monkeypatch.setattr(_sdk_items.ItemHistory, "update", broken)
+    model = ScriptedModel([[assistant_message("Still fine.")]])
+    with openai_agents.capture() as cap:
+        result = await Runner.run(Agent(name="a", instructions="i", model=model), "hi")
+    assert result.final_output == "Still fine."
+    row = cap.calls.iloc[0]
+    assert row["status"] == "ok" and row["chars_in"] is None
+    span = next(s for s in cap.spans if s.kind == "model_call")
+    assert span.attrs["chars_in_reason"] == "not measured: ValueError: unreadable item"

@@ -4,19 +4,16 @@ Every ``Runner.run`` (or ``run_streamed``) inside a capture gets a `Frame`. A ru
 the top gets its own agentnb `Trace` (its own run id); a run started inside a tool of a run
 being captured (``Agent.as_tool``) is a sub-agent: its frame hangs below that tool call's span,
 one level deeper, on the same trace. Each model call of each agent goes through a
-`MeasuredModel`, which times it and adds one row to the calls table; the SDK's tool hooks give
-the tool-call spans. Nothing here changes what the SDK sends or returns.
+`MeasuredModel` (`_agents_model`), which times it and asks its frame to `Frame.record` a row;
+the SDK's tool hooks give the tool-call spans. Nothing here changes what the SDK sends or
+returns.
 """
 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-from agents import RunHooks
-from agents.models.interface import Model
 
 from ..models.types import ModelRequest
 from ..trace.history import HistoryTally
@@ -27,6 +24,7 @@ from . import _sdk_items as items
 from ._rows import call_row
 
 if TYPE_CHECKING:
+    from ._agents_model import MeasuredModel
     from .openai_agents import Capture
 
 FRAME: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
@@ -182,108 +180,3 @@ class Frame:
         self.trace.call_rows.append(row)
         span.attrs.update(chars_in=sizes["total"], chars_out=chars_out, tokens_in=tokens_in)
         span.attrs["tokens_out"] = tokens_out
-
-
-_CALL_KEYS = (
-    "system_instructions",
-    "input",
-    "model_settings",
-    "tools",
-    "output_schema",
-    "handoffs",
-    "tracing",
-)
-"""``Model.get_response``'s parameters in order, for a call made with positional arguments."""
-
-
-class MeasuredModel(Model):
-    """Stands in for an agent's model while a capture is open: same answers, timed and measured."""
-
-    def __init__(self, inner: Model, frame: Frame, run: AgentRun) -> None:
-        self.inner, self.frame, self.run = inner, frame, run
-        self.label = str(getattr(inner, "model", None) or type(inner).__name__)
-
-    def _start(self) -> Span:
-        run = self.run
-        run.turn += 1
-        return self.frame.trace.start(
-            "model_call",
-            self.label,
-            run.span,
-            agent=run.name,
-            path=run.path,
-            depth=run.depth,
-            turn=run.turn,
-        )
-
-    def _end(self, span: Span, call: dict[str, Any], response: Any, status: str) -> None:
-        self.frame.trace.end(span, status)
-        output = getattr(response, "output", None) if response is not None else None
-        usage = getattr(response, "usage", None) if response is not None else None
-        self.frame.record(self.run, span, self.label, call, output, usage, status)
-
-    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        call = {**dict(zip(_CALL_KEYS, args)), **kwargs}
-        span = self._start()
-        try:
-            response = await self.inner.get_response(*args, **kwargs)
-        except BaseException:
-            self._end(span, call, None, "error")
-            raise
-        self._end(span, call, response, "ok")
-        return response
-
-    async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        call = {**dict(zip(_CALL_KEYS, args)), **kwargs}
-        span, final, status = self._start(), None, "error"
-        try:
-            async for event in self.inner.stream_response(*args, **kwargs):
-                if getattr(event, "type", None) == "response.completed":
-                    final = getattr(event, "response", None)
-                yield event
-            status = "ok"
-        finally:
-            self._end(span, call, final, status)
-
-    def get_retry_advice(self, request: Any) -> Any:
-        return self.inner.get_retry_advice(request)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-    async def _cleanup_on_run_end(self, owner: object) -> None:
-        await self.inner._cleanup_on_run_end(owner)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-class Hooks(RunHooks[Any]):
-    """The run's hooks, forwarded unchanged, plus the tool-call spans."""
-
-    def __init__(self, inner: RunHooks[Any] | None, frame: Frame) -> None:
-        self.inner = inner if inner is not None else RunHooks()
-        self.frame = frame
-
-    async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_llm_start(*args, **kwargs)
-
-    async def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_llm_end(*args, **kwargs)
-
-    async def on_agent_start(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_agent_start(*args, **kwargs)
-
-    async def on_agent_end(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_agent_end(*args, **kwargs)
-
-    async def on_handoff(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_handoff(*args, **kwargs)
-
-    async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
-        self.frame.tool_started(context, agent, tool)
-        await self.inner.on_tool_start(context, agent, tool)
-
-    async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
-        self.frame.tool_ended(context)
-        await self.inner.on_tool_end(context, agent, tool, result)

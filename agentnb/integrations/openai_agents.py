@@ -33,7 +33,8 @@ from ..trace.spans import Span, Trace
 from . import _sdk_patch
 
 try:
-    from ._agents_frames import FRAME, Frame, Hooks, MeasuredModel
+    from ._agents_frames import FRAME, Frame
+    from ._agents_model import Hooks, MeasuredModel
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(
         "agentnb.integrations.openai_agents needs openai-agents: pip install 'agentnb[openai-agents]'"
