@@ -211,3 +211,23 @@ def test_export_a_captured_openai_agents_run():
 def test_export_rejects_what_is_not_a_run():
     with pytest.raises(agentnb.UserError, match="export takes a RunResult"):
         otel.export("not a run", tracer_provider=TracerProvider())
+
+
+def test_capture_on_the_global_provider_sets_one_when_there_is_none():
+    """In a fresh process (the global provider can be set only once per process)."""
+    import subprocess
+    import sys
+
+    code = """
+from opentelemetry import trace
+from agentnb.integrations import otel
+with otel.capture() as cap:
+    span = trace.get_tracer("t").start_span("chat m", attributes={"gen_ai.operation.name": "chat",
+        "gen_ai.usage.input_tokens": 7, "gen_ai.agent.name": "solo"})
+    span.end()
+print(len(cap.spans), cap.calls["provider_tokens_in"].tolist(), cap.calls["agent"].tolist())
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "1 [7] ['solo']"

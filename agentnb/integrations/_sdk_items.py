@@ -119,7 +119,7 @@ def as_input_items(input: Any) -> list[Any]:
     """The SDK's input as a list of items (a text input is one user message)."""
     if isinstance(input, str):
         return [{"content": input, "role": "user"}]
-    return list(input)
+    return input if isinstance(input, list) else list(input)
 
 
 def _is_function(tool: Any) -> bool:
