@@ -158,6 +158,7 @@ def test_run_sync_and_streamed_are_measured():
     cap = asyncio.run(consume())
     row = cap.calls.iloc[0]
     assert (row["agent"], row["chars_out"], row["provider_tokens_in"]) == ("streamer", 9, 7)
+    assert 0 <= row["ttft_s"] <= row["latency_s"]  # the stream's first text delta
     assert streamed_model.calls[0].input == [{"content": "hi", "role": "user"}]
 
 

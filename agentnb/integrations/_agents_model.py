@@ -89,8 +89,11 @@ class MeasuredModel(Model):
         span, final, status = self._start(), None, "error"
         try:
             async for event in self.inner.stream_response(*args, **kwargs):
-                if getattr(event, "type", None) == "response.completed":
+                kind = getattr(event, "type", None) or ""
+                if kind == "response.completed":
                     final = getattr(event, "response", None)
+                elif kind.endswith(".delta") and "ttft_s" not in span.attrs:  # the first token
+                    span.attrs["ttft_s"] = self.frame.trace.now() - span.started
                 yield event
             status = "ok"
         finally:

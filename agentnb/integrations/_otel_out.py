@@ -30,6 +30,7 @@ _ROW_ATTRIBUTES = (
     "tokens_method",
     "turn",
     "latency_s",
+    "ttft_s",
     "stop_reason",
 )
 

@@ -7,6 +7,7 @@ it the same way.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..trace.spans import Span
@@ -42,6 +43,7 @@ def call_row(
         "ended": span.ended,
         "latency_s": latency,
         "wait_s": 0.0,
+        "ttft_s": span.attrs.get("ttft_s", math.nan),
         "chars_in": size("total"),
         "chars_in_system": size("system"),
         "chars_in_tools": size("tools"),
