@@ -14,6 +14,7 @@ from typing import Any
 
 from ..trace.sizes import COMPONENTS
 from ..trace.spans import Span, Trace
+from ._rows import row_values
 
 _OPERATION = {
     "run": "invoke_workflow",
@@ -79,7 +80,7 @@ def export_trace(trace: Trace, tracer: Any) -> list[Any]:
     from opentelemetry import trace as otel_trace
     from opentelemetry.trace import Status, StatusCode
 
-    rows = {row["span_id"]: row for row in trace.call_rows}
+    rows = {row["span_id"]: row for row in map(row_values, trace.call_rows)}
     first = min((s.started for s in trace.spans), default=0.0)
     wall0 = trace.started_at.timestamp() - first  # the wall clock at the trace's time zero
     made: dict[str, Any] = {}

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..trace.spans import Span
+from ..models.types import Usage
+from ..trace.spans import CALL_COLUMNS, Span, Trace
 
 
 def call_row(
@@ -69,3 +70,18 @@ def call_row(
 def _missing(component: str) -> None:
     """A request that could not be measured has no size in any component."""
     return None
+
+
+def row_values(row: Any) -> dict[str, Any]:
+    """A recorded row (native or captured) as a dict keyed by `CALL_COLUMNS`."""
+    if isinstance(row, dict):
+        return row
+    return {column: getattr(row, column) for column in CALL_COLUMNS}
+
+
+def reported_usage(trace: Trace) -> Usage:
+    """The provider-reported usage summed over a trace's calls (None where none reported)."""
+    usage = Usage()
+    for row in map(row_values, trace.call_rows):
+        usage = usage + Usage(row["provider_tokens_in"], row["provider_tokens_out"], 1)
+    return usage

@@ -27,10 +27,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UserError
-from ..models.types import Usage
 from ..runtime.result import RunResult
 from ..trace.spans import Span, Trace
 from . import _sdk_patch
+from ._rows import reported_usage
 
 try:
     from ._agents_frames import FRAME, Frame
@@ -137,9 +137,7 @@ class Capture:
 
     def _finish(self, frame: Frame, output: Any, error: BaseException | None) -> None:
         frame.finish(error)
-        usage = Usage()
-        for row in frame.trace.call_rows:
-            usage = usage + Usage(row["provider_tokens_in"], row["provider_tokens_out"], 1)
+        usage = reported_usage(frame.trace)
         result = RunResult(output, error is None, error, usage, None, frame.trace)
         self.runs.append(result)
 

@@ -22,11 +22,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..models.types import Usage
 from ..runtime.result import RunResult
 from ..trace.spans import Trace
 from ._otel_in import NO_CONTENT, traces
 from ._otel_out import export_trace
+from ._rows import reported_usage
 
 try:
     from opentelemetry import trace as otel_trace
@@ -47,9 +47,7 @@ def runs_from_spans(spans: Iterable[ReadableSpan]) -> list[RunResult]:
     """Finished GenAI spans as agentnb results, one per OpenTelemetry trace."""
     results = []
     for trace in traces(spans):
-        usage = Usage()
-        for row in trace.call_rows:
-            usage = usage + Usage(row["provider_tokens_in"], row["provider_tokens_out"], 1)
+        usage = reported_usage(trace)
         failed = any(s.status == "error" for s in trace.spans if s.parent_id is None)
         results.append(RunResult(None, not failed, None, usage, None, trace))
     return results
