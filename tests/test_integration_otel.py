@@ -231,3 +231,16 @@ print(len(cap.spans), cap.calls["provider_tokens_in"].tolist(), cap.calls["agent
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "1 [7] ['solo']"
+
+
+def test_tokens_are_counted_on_the_recorded_messages(word_tokenizer):
+    provider = TracerProvider()
+    coordinator, _ = pydantic_ai_pair(provider)
+    with otel.capture(provider) as cap:
+        coordinator.run_sync(f"Review: {CLAUSE}")
+    calls = cap.calls
+    assert (calls["tokens_method"] == "words").all()
+    assert calls["provider_tokens_in"].notna().all()  # the framework's own count, beside
+    assert f"Review: {CLAUSE}" in word_tokenizer and "You review clauses." in word_tokenizer
+    legal = calls.iloc[1]
+    assert legal["tokens_in"] == 3 + len(CLAUSE.split())  # "You review clauses." and the clause
