@@ -38,6 +38,7 @@ def test_extras_pin_the_tested_openai_agents_range():
 
 def test_a_captured_row_has_the_call_columns_in_order():
     from agentnb.integrations._rows import call_row
+    from agentnb.models.types import Usage
     from agentnb.trace import CALL_COLUMNS, Trace
 
     trace = Trace("r")
@@ -51,7 +52,7 @@ def test_a_captured_row_has_the_call_columns_in_order():
         sizes=None,
         chars_out=None,
         tokens=(None, None, "unavailable"),
-        provider=(None, None),
+        usage=Usage(),
         tool_calls=0,
         stop_reason="stop",
         status="ok",

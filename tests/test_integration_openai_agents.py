@@ -302,3 +302,24 @@ async def test_an_item_agentnb_cannot_read_never_breaks_the_run(monkeypatch):
     assert row["status"] == "ok" and row["chars_in"] is None
     span = next(s for s in cap.spans if s.kind == "model_call")
     assert span.attrs["chars_in_reason"] == "not measured: ValueError: unreadable item"
+
+
+async def test_the_models_usage_details_sit_beside_agentnbs_count(word_tokenizer):
+    from openai.types.responses.response_usage import InputTokensDetails, OutputTokensDetails
+
+    usage = SdkUsage(
+        requests=1,
+        input_tokens=30,
+        output_tokens=9,
+        total_tokens=39,
+        input_tokens_details=InputTokensDetails(cached_tokens=12, cache_write_tokens=3),
+        output_tokens_details=OutputTokensDetails(reasoning_tokens=4),
+    )
+    model = ScriptedModel([{"output": [assistant_message("Two words.")], "usage": usage}])
+    with openai_agents.capture() as cap:
+        await Runner.run(Agent(name="a", instructions="Be brief.", model=model), "one two three")
+    row = cap.calls.iloc[0]
+    reported = ["provider_tokens_in", "tokens_in_cached", "tokens_in_cache_write"]
+    assert row[[*reported, "tokens_out_reasoning"]].tolist() == [30, 12, 3, 4]
+    assert (row["tokens_in"], row["tokens_method"]) == (5, "words")  # "Be brief." + 3 words
+    assert row["tokens_in_overhead"] == 30 - 5

@@ -151,32 +151,23 @@ class Frame:
             sizes = history.article_sizes(system, call["tools"])
         else:
             sizes = request_sizes(request, run.tally)
-        tokens_in, method = request_tokens(request, run.tally)
+        tokens_in, method = request_tokens(request, run.tally, model)
         response = items.response(output, usage) if output is not None else None
         tokens_out = None
         if response is not None and tokens_in is not None:
-            tokens_out = response_tokens(response)
-        provider = response.usage if response is not None else items.provider_usage(None)
-        if tokens_in is None and provider.input_tokens is not None:
-            tokens_in, tokens_out, method = (
-                provider.input_tokens,
-                provider.output_tokens,
-                "provider",
-            )
-        chars_out = response_chars(response) if response is not None else 0
+            tokens_out = response_tokens(response, model)
         row = call_row(
             self.trace.run_id,
             span,
             model=model,
             turn=run.turn,
             sizes=sizes,
-            chars_out=chars_out,
+            chars_out=response_chars(response) if response is not None else 0,
             tokens=(tokens_in, tokens_out, method),
-            provider=(provider.input_tokens, provider.output_tokens),
+            usage=response.usage if response is not None else items.provider_usage(None),
             tool_calls=len(response.tool_calls) if response is not None else 0,
             stop_reason=response.stop_reason if response is not None else "error",
             status=status,
+            prefix=run.tally.prefix,
         )
         self.trace.call_rows.append(row)
-        span.attrs.update(chars_in=sizes["total"], chars_out=chars_out, tokens_in=tokens_in)
-        span.attrs["tokens_out"] = tokens_out

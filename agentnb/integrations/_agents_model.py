@@ -13,6 +13,7 @@ from typing import Any
 from agents import RunHooks
 from agents.models.interface import Model
 
+from ..models.types import Usage
 from ..trace.spans import Span
 from ._agents_frames import AgentRun, Frame
 from ._rows import call_row
@@ -66,7 +67,7 @@ class MeasuredModel(Model):
                     sizes=None,
                     chars_out=None,
                     tokens=(None, None, "unavailable"),
-                    provider=(None, None),
+                    usage=Usage(),
                     tool_calls=0,
                     stop_reason="stop" if status == "ok" else "error",
                     status=status,

@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec
+from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
 from ..trace.sizes import request_sizes, response_chars
 from ..trace.spans import Span, SpanKind, Trace
 from ..trace.tokens import request_tokens, response_tokens
@@ -235,22 +235,37 @@ def _span(
     return span
 
 
+def _usage(attrs: Any) -> Usage:
+    """The framework's reported usage (``gen_ai.usage.*``; None where it reports none)."""
+    tokens_in, tokens_out = (
+        attrs.get("gen_ai.usage.input_tokens"),
+        attrs.get("gen_ai.usage.output_tokens"),
+    )
+    return Usage(
+        tokens_in,
+        tokens_out,
+        1,
+        attrs.get("gen_ai.usage.cache_read.input_tokens"),
+        attrs.get("gen_ai.usage.cache_creation.input_tokens"),
+    )
+
+
 def _row(raw: Any, span: Span, trace: Trace, turn: int) -> dict[str, Any]:
     attrs = raw.attributes or {}
+    model = str(attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model") or "")
     req = request(raw, span.agent)
     resp = response(raw)
-    provider = (attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens"))
     sizes = request_sizes(req) if req is not None else None
-    tokens_in, method = request_tokens(req) if req is not None else (None, "unavailable")
-    tokens_out = response_tokens(resp) if (resp is not None and tokens_in is not None) else None
-    if tokens_in is None and provider[0] is not None:
-        tokens_in, tokens_out, method = provider[0], provider[1], "provider"
+    tokens_in, method = (
+        request_tokens(req, None, model) if req is not None else (None, "unavailable")
+    )
+    tokens_out = None
+    if resp is not None and tokens_in is not None:
+        tokens_out = response_tokens(resp, model)
     if req is None:
         span.attrs["chars_in_reason"] = NO_CONTENT
-    model = str(attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model") or "")
     reasons = attrs.get("gen_ai.response.finish_reasons")
     stop = resp.stop_reason if resp is not None else (str(reasons[0]) if reasons else "stop")
-    span.attrs.update(chars_in=sizes["total"] if sizes else None, tokens_in=tokens_in)
     return call_row(
         trace.run_id,
         span,
@@ -259,7 +274,7 @@ def _row(raw: Any, span: Span, trace: Trace, turn: int) -> dict[str, Any]:
         sizes=sizes,
         chars_out=response_chars(resp) if resp is not None else None,
         tokens=(tokens_in, tokens_out, method),
-        provider=provider,
+        usage=_usage(attrs),
         tool_calls=len(resp.tool_calls) if resp is not None else 0,
         stop_reason=stop if span.status == "ok" else "error",
         status=span.status,

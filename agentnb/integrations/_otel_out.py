@@ -29,6 +29,8 @@ _ROW_ATTRIBUTES = (
     "tokens_in",
     "tokens_out",
     "tokens_method",
+    "tokens_in_overhead",
+    "tokens_out_reasoning",
     "turn",
     "latency_s",
     "ttft_s",
@@ -56,6 +58,8 @@ def _attributes(span: Span, trace: Trace, row: dict[str, Any] | None) -> dict[st
         for key, name in (
             ("provider_tokens_in", "gen_ai.usage.input_tokens"),
             ("provider_tokens_out", "gen_ai.usage.output_tokens"),
+            ("tokens_in_cached", "gen_ai.usage.cache_read.input_tokens"),
+            ("tokens_in_cache_write", "gen_ai.usage.cache_creation.input_tokens"),
         ):
             if row.get(key) is not None:
                 attrs[name] = int(row[key])

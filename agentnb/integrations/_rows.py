@@ -14,6 +14,20 @@ from ..models.types import Usage
 from ..trace.spans import CALL_COLUMNS, Span, Trace
 
 
+def counted(
+    tokens: tuple[int | None, int | None, str], usage: Usage
+) -> tuple[int | None, int | None, str, int | None]:
+    """agentnb's token counts, or the provider's when agentnb has no tokenizer (as native rows):
+    ``(tokens_in, tokens_out, method, tokens_in_overhead)``."""
+    tokens_in, tokens_out, method = tokens
+    if tokens_in is None and usage.input_tokens is not None:
+        return usage.input_tokens, usage.output_tokens, "provider", None
+    overhead = None
+    if tokens_in is not None and usage.input_tokens is not None:
+        overhead = usage.input_tokens - tokens_in
+    return tokens_in, tokens_out, method, overhead
+
+
 def call_row(
     run_id: str,
     span: Span,
@@ -23,14 +37,17 @@ def call_row(
     sizes: dict[str, Any] | None,
     chars_out: int | None,
     tokens: tuple[int | None, int | None, str],
-    provider: tuple[int | None, int | None],
+    usage: Usage,
     tool_calls: int,
     stop_reason: str,
     status: str,
+    prefix: Any = None,
 ) -> dict[str, Any]:
-    """A row of `CALL_COLUMNS`; ``sizes`` is `request_sizes`' dict (None: not measurable)."""
+    """A row of `CALL_COLUMNS`; ``sizes`` is `request_sizes`' dict (None: not measurable),
+    ``tokens`` agentnb's count ``(in, out, method)``, ``usage`` what the provider reported."""
     latency = None if span.ended is None else span.ended - span.started
     size = sizes.get if sizes is not None else _missing
+    tokens_in, tokens_out, method, overhead = counted(tokens, usage)
     row = {
         "run_id": run_id,
         "span_id": span.span_id,
@@ -54,16 +71,24 @@ def call_row(
         "chars_in_tool_results": size("tool_results"),
         "chars_in_framing": size("framing"),
         "chars_out": chars_out,
-        "tokens_in": tokens[0],
-        "tokens_out": tokens[1],
-        "tokens_method": tokens[2],
-        "provider_tokens_in": provider[0],
-        "provider_tokens_out": provider[1],
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "tokens_method": method,
+        "provider_tokens_in": usage.input_tokens,
+        "provider_tokens_out": usage.output_tokens,
+        "tokens_in_cached": usage.cached_input_tokens,
+        "tokens_in_cache_write": usage.cache_write_tokens,
+        "tokens_out_reasoning": usage.reasoning_tokens,
+        "tokens_in_overhead": overhead,
         "tool_calls": tool_calls,
         "stop_reason": stop_reason,
         "retries": 0,
         "status": status,
+        "prefix": prefix,
     }
+    span.attrs.update(
+        chars_in=row["chars_in"], chars_out=chars_out, tokens_in=tokens_in, tokens_out=tokens_out
+    )
     return row
 
 

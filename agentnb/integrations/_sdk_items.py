@@ -180,4 +180,8 @@ def provider_usage(usage: Any) -> Usage:
     tokens_in, tokens_out = getattr(usage, "input_tokens", 0), getattr(usage, "output_tokens", 0)
     if not (getattr(usage, "requests", 0) or tokens_in or tokens_out):
         return Usage()
-    return Usage(tokens_in, tokens_out, 1)
+    details = getattr(usage, "input_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None)
+    written = getattr(details, "cache_write_tokens", None)
+    reasoning = getattr(getattr(usage, "output_tokens_details", None), "reasoning_tokens", None)
+    return Usage(tokens_in, tokens_out, 1, cached, written, reasoning)
