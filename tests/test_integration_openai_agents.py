@@ -323,3 +323,18 @@ async def test_the_models_usage_details_sit_beside_agentnbs_count(word_tokenizer
     assert row[[*reported, "tokens_out_reasoning"]].tolist() == [30, 12, 3, 4]
     assert (row["tokens_in"], row["tokens_method"]) == (5, "words")  # "Be brief." + 3 words
     assert row["tokens_in_overhead"] == 30 - 5
+
+
+async def test_concurrent_runs_in_one_capture_stay_apart():
+    import asyncio
+
+    ids = itertools.count()
+    first, second = article.coordinator(1, ids), article.coordinator(2, ids)
+    async with openai_agents.capture() as cap:
+        await asyncio.gather(Runner.run(first, article.CLAUSE), Runner.run(second, article.CLAUSE))
+    by_run = {run.run_id: run.calls for run in cap.runs}
+    assert sorted(len(calls) for calls in by_run.values()) == [3, 4]
+    for calls in by_run.values():
+        reviewers = calls[calls["depth"] == 1]
+        assert len(reviewers) == len(calls) - 2  # each run holds only its own sub-agents
+        assert set(calls["run_id"]) == {calls["run_id"].iloc[0]}
