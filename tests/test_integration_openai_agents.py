@@ -338,3 +338,27 @@ async def test_concurrent_runs_in_one_capture_stay_apart():
         reviewers = calls[calls["depth"] == 1]
         assert len(reviewers) == len(calls) - 2  # each run holds only its own sub-agents
         assert set(calls["run_id"]) == {calls["run_id"].iloc[0]}
+
+
+async def test_the_runs_own_hooks_are_still_called():
+    from agents import RunHooks
+
+    seen: list[str] = []
+
+    class Recorder(RunHooks):
+        async def on_agent_start(self, context, agent):
+            seen.append(f"start {agent.name}")
+
+        async def on_tool_start(self, context, agent, tool):
+            seen.append(f"tool {tool.name}")
+
+        async def on_tool_end(self, context, agent, tool, result):
+            seen.append(f"done {tool.name}")
+
+    with openai_agents.capture() as cap:
+        await Runner.run(
+            article.coordinator(1, itertools.count()), article.CLAUSE, hooks=Recorder()
+        )
+    assert seen[:2] == ["start Coordinator", "tool opinion_0"]
+    assert "done opinion_0" in seen
+    assert [s.name for s in cap.spans if s.kind == "tool_call"] == ["opinion_0"]

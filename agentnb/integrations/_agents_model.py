@@ -75,7 +75,7 @@ class MeasuredModel(Model):
             )
 
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
-        call = {**dict(zip(_CALL_KEYS, args)), **kwargs}
+        call = {**dict(zip(_CALL_KEYS, args)), **kwargs} if args else kwargs
         span = self._start()
         try:
             response = await self.inner.get_response(*args, **kwargs)
@@ -86,7 +86,7 @@ class MeasuredModel(Model):
         return response
 
     async def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-        call = {**dict(zip(_CALL_KEYS, args)), **kwargs}
+        call = {**dict(zip(_CALL_KEYS, args)), **kwargs} if args else kwargs
         span, final, status = self._start(), None, "error"
         try:
             async for event in self.inner.stream_response(*args, **kwargs):
@@ -113,7 +113,8 @@ class MeasuredModel(Model):
         return getattr(self.inner, name)
 
 
-_NO_HOOKS: RunHooks[Any] = RunHooks()  # the SDK's default hooks do nothing and hold nothing
+_NO_HOOKS: RunHooks[Any] = RunHooks()
+"""Stands for "the run has no hooks": the SDK's default ones do nothing, so they are not called."""
 
 
 class Hooks(RunHooks[Any]):
@@ -124,24 +125,31 @@ class Hooks(RunHooks[Any]):
         self.frame = frame
 
     async def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_llm_start(*args, **kwargs)
+        if self.inner is not _NO_HOOKS:
+            await self.inner.on_llm_start(*args, **kwargs)
 
     async def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_llm_end(*args, **kwargs)
+        if self.inner is not _NO_HOOKS:
+            await self.inner.on_llm_end(*args, **kwargs)
 
     async def on_agent_start(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_agent_start(*args, **kwargs)
+        if self.inner is not _NO_HOOKS:
+            await self.inner.on_agent_start(*args, **kwargs)
 
     async def on_agent_end(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_agent_end(*args, **kwargs)
+        if self.inner is not _NO_HOOKS:
+            await self.inner.on_agent_end(*args, **kwargs)
 
     async def on_handoff(self, *args: Any, **kwargs: Any) -> None:
-        await self.inner.on_handoff(*args, **kwargs)
+        if self.inner is not _NO_HOOKS:
+            await self.inner.on_handoff(*args, **kwargs)
 
     async def on_tool_start(self, context: Any, agent: Any, tool: Any) -> None:
         self.frame.tool_started(context, agent, tool)
-        await self.inner.on_tool_start(context, agent, tool)
+        if self.inner is not _NO_HOOKS:
+            await self.inner.on_tool_start(context, agent, tool)
 
     async def on_tool_end(self, context: Any, agent: Any, tool: Any, result: Any) -> None:
         self.frame.tool_ended(context)
-        await self.inner.on_tool_end(context, agent, tool, result)
+        if self.inner is not _NO_HOOKS:
+            await self.inner.on_tool_end(context, agent, tool, result)
