@@ -57,4 +57,4 @@ def test_a_captured_row_has_the_call_columns_in_order():
         stop_reason="stop",
         status="ok",
     )
-    assert tuple(row) == CALL_COLUMNS
+    assert tuple(row.as_dict()) == CALL_COLUMNS

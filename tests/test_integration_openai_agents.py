@@ -129,37 +129,44 @@ async def test_tables_and_plots_take_a_capture():
     assert series["model_calls"].tolist() == [3, 4]
 
 
-def test_run_sync_and_streamed_are_measured():
+@pytest.fixture
+def sdk_default_loop():
+    """``Runner.run_sync`` leaves the loop it made open on purpose (openai-agents reuses it):
+    close it after the test, as a process that ends would."""
+    yield
+    import asyncio
+    import warnings
+
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        loop = policy.get_event_loop()
+    if not loop.is_closed() and not loop.is_running():
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    policy.set_event_loop(None)
+
+
+def test_run_sync_is_measured(sdk_default_loop):
     model = ScriptedModel([[assistant_message("Done.")]], default_usage=None)
     agent = Agent(name="solo", instructions="Answer.", model=model)
     with openai_agents.capture() as cap:
         Runner.run_sync(agent, "hello")
     assert cap.calls["chars_in_user"].tolist() == [5]
 
-    streamed_model = ScriptedModel(
-        [
-            {
-                "output": [assistant_message("Streamed.")],
-                "usage": SdkUsage(requests=1, input_tokens=7, output_tokens=3, total_tokens=10),
-            }
-        ]
-    )
-    streamer = Agent(name="streamer", instructions="Answer.", model=streamed_model)
 
-    async def consume():
-        with openai_agents.capture() as cap:
-            result = Runner.run_streamed(streamer, "hi")
-            async for _ in result.stream_events():
-                pass
-        return cap
-
-    import asyncio
-
-    cap = asyncio.run(consume())
+async def test_run_streamed_is_measured():
+    usage = SdkUsage(requests=1, input_tokens=7, output_tokens=3, total_tokens=10)
+    model = ScriptedModel([{"output": [assistant_message("Streamed.")], "usage": usage}])
+    streamer = Agent(name="streamer", instructions="Answer.", model=model)
+    with openai_agents.capture() as cap:
+        result = Runner.run_streamed(streamer, "hi")
+        async for _ in result.stream_events():
+            pass
     row = cap.calls.iloc[0]
     assert (row["agent"], row["chars_out"], row["provider_tokens_in"]) == ("streamer", 9, 7)
     assert 0 <= row["ttft_s"] <= row["latency_s"]  # the stream's first text delta
-    assert streamed_model.calls[0].input == [{"content": "hi", "role": "user"}]
+    assert model.calls[0].input == [{"content": "hi", "role": "user"}]
 
 
 async def test_handoffs_tools_and_provider_usage():
@@ -240,7 +247,7 @@ def test_history_is_converted_once_per_item():
     assert [m.content for m in history.messages] == ["other"]
 
 
-def test_capture_restores_the_sdk_when_the_last_one_closes():
+def test_capture_restores_the_sdk_when_the_last_one_closes(sdk_default_loop):
     original = run_loop.get_model
     with openai_agents.capture():
         with openai_agents.capture():

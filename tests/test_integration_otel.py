@@ -66,11 +66,11 @@ def pydantic_ai_pair(provider: TracerProvider, content: bool = True):
     return coordinator, seen
 
 
-def test_pydantic_ai_spans_become_attributed_calls():
+async def test_pydantic_ai_spans_become_attributed_calls():
     provider = TracerProvider()
     coordinator, seen = pydantic_ai_pair(provider)
     with otel.capture(provider) as cap:
-        result = coordinator.run_sync(f"Review: {CLAUSE}")
+        result = await coordinator.run(f"Review: {CLAUSE}")
     assert result.output == "Synthesis: needs changes."
     assert len(seen) == 2  # the coordinator's model was called twice
     calls = cap.calls
@@ -113,11 +113,11 @@ def test_pydantic_ai_spans_become_attributed_calls():
     assert agentnb.breakdown(cap.runs)["model_calls"].iloc[0] == 3
 
 
-def test_without_message_contents_only_usage_is_measured():
+async def test_without_message_contents_only_usage_is_measured():
     provider = TracerProvider()
     coordinator, _ = pydantic_ai_pair(provider, content=False)
     with otel.capture(provider) as cap:
-        coordinator.run_sync(f"Review: {CLAUSE}")
+        await coordinator.run(f"Review: {CLAUSE}")
     calls = cap.calls
     assert calls["chars_in"].isna().all()
     assert (calls["tokens_method"] == "provider").all()
@@ -187,7 +187,7 @@ def test_export_a_native_run_as_genai_spans(monkeypatch):
     assert KEY not in text and "sk-agentnb" not in text
 
 
-def test_export_a_captured_openai_agents_run():
+async def test_export_a_captured_openai_agents_run():
     pytest.importorskip("agents")
     from agents import Runner, set_tracing_disabled
 
@@ -196,7 +196,7 @@ def test_export_a_captured_openai_agents_run():
     from agentnb.integrations import article, openai_agents
 
     with openai_agents.capture() as cap:
-        Runner.run_sync(article.coordinator(2, itertools.count()), article.CLAUSE)
+        await Runner.run(article.coordinator(2, itertools.count()), article.CLAUSE)
     spans = _exported(cap)
     kinds = sorted(s.attributes["gen_ai.operation.name"] for s in spans)
     assert kinds == sorted(
@@ -233,11 +233,11 @@ print(len(cap.spans), cap.calls["provider_tokens_in"].tolist(), cap.calls["agent
     assert out.stdout.strip() == "1 [7] ['solo']"
 
 
-def test_tokens_are_counted_on_the_recorded_messages(word_tokenizer):
+async def test_tokens_are_counted_on_the_recorded_messages(word_tokenizer):
     provider = TracerProvider()
     coordinator, _ = pydantic_ai_pair(provider)
     with otel.capture(provider) as cap:
-        coordinator.run_sync(f"Review: {CLAUSE}")
+        await coordinator.run(f"Review: {CLAUSE}")
     calls = cap.calls
     assert (calls["tokens_method"] == "words").all()
     assert calls["provider_tokens_in"].notna().all()  # the framework's own count, beside

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..models.types import ModelRequest
+from ..trace.calls import CallRow
 from ..trace.history import HistoryTally
-from ..trace.sizes import request_sizes, response_chars
 from ..trace.spans import Span, Trace
-from ..trace.tokens import request_tokens, response_tokens
 from . import _sdk_items as items
-from ._rows import call_row
+from ._rows import mark_span, with_sizes
 
 if TYPE_CHECKING:
     from ._agents_model import MeasuredModel
@@ -122,20 +121,23 @@ class Frame:
         for span in (*self.tools.values(), *(r.span for r in self.agents.values())):
             if span.ended is None:
                 self.trace.end(span, status)
-        if self.root:
-            self.trace.close_open(status)
+        if self.root:  # the run span, and anything a cut-short sub-agent left open below it
+            root = self.trace.spans[0]
+            self.trace.close_open_under(root, status)
+            if root.ended is None:
+                self.trace.end(root, status)
 
     def record(
         self,
         run: AgentRun,
         span: Span,
-        model: str,
         call: dict[str, Any],
         output: list[Any] | None,
         usage: Any,
         status: str,
     ) -> None:
-        """Measure one finished model call and add its row (see `agentnb.trace.sizes`)."""
+        """Measure one finished model call and add its row: agentnb's `CallRow.measure` of the
+        call as an agentnb request (the span's name is the model's), as a native call is."""
         article = self.capture.count == "article"
         history = run.history
         history.update(items.as_input_items(call["input"]), article)
@@ -147,27 +149,9 @@ class Frame:
             items.output_schema(call["output_schema"]),
             agent=run.name,
         )
-        if article:
-            sizes = history.article_sizes(system, call["tools"])
-        else:
-            sizes = request_sizes(request, run.tally)
-        tokens_in, method = request_tokens(request, run.tally, model)
         response = items.response(output, usage) if output is not None else None
-        tokens_out = None
-        if response is not None and tokens_in is not None:
-            tokens_out = response_tokens(response, model)
-        row = call_row(
-            self.trace.run_id,
-            span,
-            model=model,
-            turn=run.turn,
-            sizes=sizes,
-            chars_out=response_chars(response) if response is not None else 0,
-            tokens=(tokens_in, tokens_out, method),
-            usage=response.usage if response is not None else items.provider_usage(None),
-            tool_calls=len(response.tool_calls) if response is not None else 0,
-            stop_reason=response.stop_reason if response is not None else "error",
-            status=status,
-            prefix=run.tally.prefix,
-        )
+        row = CallRow.measure(self.trace.run_id, span, request, response, run.tally, status, [])
+        if article:  # the same row, its characters counted by the article's rule
+            row = with_sizes(row, history.article_sizes(system, call["tools"]))
         self.trace.call_rows.append(row)
+        mark_span(span, row)

@@ -55,7 +55,7 @@ class MeasuredModel(Model):
         output = getattr(response, "output", None) if response is not None else None
         usage = getattr(response, "usage", None) if response is not None else None
         try:
-            self.frame.record(self.run, span, self.label, call, output, usage, status)
+            self.frame.record(self.run, span, call, output, usage, status)
         except Exception as exc:  # measuring must never break the user's run: say why instead
             span.attrs["chars_in_reason"] = f"not measured: {type(exc).__name__}: {exc}"
             self.frame.trace.call_rows.append(

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from ..trace.calls import CallRow
 from ..trace.sizes import request_sizes, response_chars
 from ..trace.spans import Span, SpanKind, Trace
 from ..trace.tokens import request_tokens, response_tokens
@@ -250,7 +251,7 @@ def _usage(attrs: Any) -> Usage:
     )
 
 
-def _row(raw: Any, span: Span, trace: Trace, turn: int) -> dict[str, Any]:
+def _row(raw: Any, span: Span, trace: Trace, turn: int) -> CallRow:
     attrs = raw.attributes or {}
     model = str(attrs.get("gen_ai.request.model") or attrs.get("gen_ai.response.model") or "")
     req = request(raw, span.agent)

@@ -1,17 +1,22 @@
 """One calls-table row for a model call agentnb did not make itself (a captured framework's).
 
-The row has exactly the columns of `agentnb.trace.CALL_COLUMNS`, in that order (a test checks
-it), so a captured call sits in the same frame as a native one and every table and plot reads
-it the same way.
+A model call measured on an agentnb request is a `CallRow.measure` like a native one; these
+helpers cover the rest: a row whose characters are counted by another rule (`with_sizes`) and a
+row for a call that could not be measured, or was read from spans (`call_row`). Either way the
+row is the trace layer's `CallRow`, so a captured call sits in the same frame as a native one
+and every table and plot reads it the same way.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from ..models.types import Usage
-from ..trace.spans import CALL_COLUMNS, Span, Trace
+from ..trace.calls import CallRow
+from ..trace.sizes import COMPONENTS
+from ..trace.spans import Span, Trace
 
 
 def counted(
@@ -28,6 +33,15 @@ def counted(
     return tokens_in, tokens_out, method, overhead
 
 
+def with_sizes(row: CallRow, sizes: dict[str, int]) -> CallRow:
+    """``row`` with its characters counted another way (``sizes``: `request_sizes`' keys)."""
+    changes: dict[str, Any] = {_COLUMN[key]: value for key, value in sizes.items()}
+    return replace(row, **changes)
+
+
+_COLUMN = {"total": "chars_in", **{c: f"chars_in_{c}" for c in COMPONENTS}}
+
+
 def call_row(
     run_id: str,
     span: Span,
@@ -42,7 +56,7 @@ def call_row(
     stop_reason: str,
     status: str,
     prefix: Any = None,
-) -> dict[str, Any]:
+) -> CallRow:
     """A row of `CALL_COLUMNS`; ``sizes`` is `request_sizes`' dict (None: not measurable),
     ``tokens`` agentnb's count ``(in, out, method)``, ``usage`` what the provider reported."""
     latency = None if span.ended is None else span.ended - span.started
@@ -89,7 +103,7 @@ def call_row(
     span.attrs.update(
         chars_in=row["chars_in"], chars_out=chars_out, tokens_in=tokens_in, tokens_out=tokens_out
     )
-    return row
+    return CallRow(**row)
 
 
 def _missing(component: str) -> None:
@@ -97,11 +111,9 @@ def _missing(component: str) -> None:
     return None
 
 
-def row_values(row: Any) -> dict[str, Any]:
-    """A recorded row (native or captured) as a dict keyed by `CALL_COLUMNS`."""
-    if isinstance(row, dict):
-        return row
-    return {column: getattr(row, column) for column in CALL_COLUMNS}
+def row_values(row: CallRow) -> dict[str, Any]:
+    """A recorded row as a dict keyed by `CALL_COLUMNS`."""
+    return row.as_dict()
 
 
 def reported_usage(trace: Trace) -> Usage:
@@ -110,3 +122,9 @@ def reported_usage(trace: Trace) -> Usage:
     for row in map(row_values, trace.call_rows):
         usage = usage + Usage(row["provider_tokens_in"], row["provider_tokens_out"], 1)
     return usage
+
+
+def mark_span(span: Span, row: CallRow) -> None:
+    """What the trace tree shows on a model call's span (as the run loop sets it)."""
+    span.attrs.update(chars_in=row.chars_in, chars_out=row.chars_out, tokens_in=row.tokens_in)
+    span.attrs["tokens_out"] = row.tokens_out
