@@ -283,7 +283,7 @@ def test_bad_arguments_raise_at_once():
     agent = a.Agent("w", "x", a.ScriptedModel([a.say("hi")]))
     with pytest.raises(a.UserError, match="max_turns must be a positive integer"):
         a.run_streamed(agent, "go", max_turns=0)
-    with pytest.raises(a.UserError, match="takes an Agent first"):
+    with pytest.raises(a.UserError, match="takes an Agent and its input, or a pattern"):
         a.run_streamed("agent", "go")  # type: ignore[arg-type]
     with pytest.raises(a.UserError, match="input must be text"):
         a.stream_sync(agent, 42)  # type: ignore[arg-type]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..errors import RunTimeout, UserError
@@ -19,6 +20,7 @@ from ..models.base import ModelClient
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.context import RunContext
+from ..runtime.events import Event
 from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.runner import execute, resolve_model, start_context
@@ -47,6 +49,19 @@ def check_agent(agent: Any, where: str, model: ModelClient | str | None = None) 
 
 def check_timeout(timeout: float | None, where: str) -> None:
     checks.positive_seconds(timeout, f"{where}(timeout=...)")
+
+
+def for_part(options: RunOptions, key: Any) -> RunOptions:
+    """``options`` for the run of a pattern known as ``key`` in its result's ``parts()``: with
+    ``on_event``, each of the run's events reaches it with ``part=key``."""
+    on_event = options.on_event
+    if on_event is None:
+        return options
+
+    def tagged(event: Event) -> None:
+        on_event(replace(event, part=key))
+
+    return replace(options, on_event=tagged)
 
 
 def prepare(agent: Agent, input: Input, options: RunOptions, *, t0: float) -> RunContext:

@@ -9,7 +9,7 @@ it does not cancel its siblings, and what they produced is kept.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,8 @@ from ..models.base import ModelClient
 from ..models.settings import ModelSettings
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
+from ..runtime.events import Event
+from ..runtime.hooks import Hooks
 from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.runner import execute
@@ -120,6 +122,8 @@ async def parallel(
     deps: Any = None,
     model: ModelClient | str | None = None,
     model_settings: ModelSettings | None = None,
+    hooks: Hooks | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> FanOut:
     """Run every agent on ``input`` concurrently and collect each answer.
 
@@ -129,6 +133,11 @@ async def parallel(
     ``max_concurrency`` caps how many branches run at once (for rate-limited endpoints); the
     others wait for a slot, and their timeout starts when they get one. ``model`` and
     ``model_settings`` are as in `agentnb.run`, for every branch.
+
+    ``hooks`` (an `agentnb.Hooks`) see every agent of every branch. ``on_event`` is called
+    with every event of every branch as it happens (`AgentStarted`, `TextDelta`, ...), its
+    ``part`` the branch's name, each branch ending with its `RunEnded`: the events
+    ``agentnb.run_streamed(agentnb.parallel, agents, input)`` yields, as a callback.
     """
     branches = _branches(agents, model)
     inputs = _inputs(input, branches)
@@ -141,10 +150,13 @@ async def parallel(
         deps=deps,
         model=model,
         model_settings=model_settings,
+        hooks=hooks,
+        on_event=on_event,
     )
     t0 = _runs.clock()
     contexts = {  # every argument checked before any branch starts
-        name: _runs.prepare(agent, inputs[name], options, t0=t0) for name, agent in branches.items()
+        name: _runs.prepare(agent, inputs[name], _runs.for_part(options, name), t0=t0)
+        for name, agent in branches.items()
     }
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 

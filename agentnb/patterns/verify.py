@@ -23,6 +23,8 @@ from ..models.settings import ModelSettings
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.context import Limits
+from ..runtime.events import Event
+from ..runtime.hooks import Hooks
 from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
@@ -189,6 +191,8 @@ async def verify_loop(
     verifier_input: Callable[[str, str], str] = verifier_request,
     model: ModelClient | str | None = None,
     model_settings: ModelSettings | None = None,
+    hooks: Hooks | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> VerifyResult:
     """Draft, verify, rewrite — at most ``max_rounds`` drafts; see `VerifyResult`.
 
@@ -196,6 +200,12 @@ async def verify_loop(
     ``outcome`` and ``problems`` fields. ``verifier_input(task, draft)`` builds its input.
     ``limits`` and ``timeout`` apply to each run (each draft, each check) separately;
     ``model`` and ``model_settings`` are as in `agentnb.run`, for both agents.
+
+    ``hooks`` (an `agentnb.Hooks`) see both agents in every round. ``on_event`` is called
+    with every event of every run as it happens, its ``part`` the run's key in
+    ``VerifyResult.parts()`` (``(1, "writer")``, ``(1, "verifier")``, ...), each run ending
+    with its `RunEnded`: the events ``agentnb.run_streamed(agentnb.verify_loop, writer,
+    verifier, task)`` yields, as a callback.
     """
     _runs.check_agent(writer, "verify_loop(writer)", model)
     _runs.check_agent(verifier, "verify_loop(verifier)", model)
@@ -207,17 +217,26 @@ async def verify_loop(
             f"verify_loop(max_rounds=...) must be a positive integer, got {max_rounds!r}"
         )
     checker = _with_verification_type(verifier)
-    options = RunOptions(limits=limits, timeout=timeout, model=model, model_settings=model_settings)
+    options = RunOptions(
+        limits=limits,
+        timeout=timeout,
+        model=model,
+        model_settings=model_settings,
+        hooks=hooks,
+        on_event=on_event,
+    )
     t0 = _runs.clock()
     rounds: list[Round] = []
     conversation: _runs.Input = task
     for n in range(1, max_rounds + 1):
-        written = await _runs.run_on_clock(writer, conversation, options, t0=t0)
+        writing = _runs.for_part(options, (n, "writer"))
+        written = await _runs.run_on_clock(writer, conversation, writing, t0=t0)
         if not written.ok:
             rounds.append(Round(n, "", None, [], written))
             return VerifyResult(task, rounds, max_rounds, f"the writer {_runs.reason(written)}")
         draft = to_text(written.output)
-        checked = await _runs.run_on_clock(checker, verifier_input(task, draft), options, t0=t0)
+        checking = _runs.for_part(options, (n, "verifier"))
+        checked = await _runs.run_on_clock(checker, verifier_input(task, draft), checking, t0=t0)
         if not checked.ok:
             rounds.append(Round(n, draft, None, [], written, checked))
             return VerifyResult(task, rounds, max_rounds, f"the verifier {_runs.reason(checked)}")

@@ -11,6 +11,7 @@ from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings, check_settings
 from .guardrails import Guardrail, as_guardrails
+from .hooks import check_hooks
 from .output import OutputSpec, output_spec
 from .settings import ToolUseBehavior, check_behavior
 from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, function_tool
@@ -284,15 +285,3 @@ def _handoff_tool(item: Any) -> BaseTool:
 def _is_route(value: Any) -> bool:
     """A `HandoffRoute` (from the patterns layer, recognised by what the run loop calls)."""
     return hasattr(value, "apply") and hasattr(value, "output_type") and hasattr(value, "targets")
-
-
-def check_hooks(hooks: Any, where: str) -> None:
-    """Hooks must be an `agentnb.Hooks` (a subclass's instance), not the class itself."""
-    from .hooks import Hooks
-
-    if not isinstance(hooks, Hooks):
-        given = f"the class {hooks.__name__}" if isinstance(hooks, type) else type(hooks).__name__
-        raise UserError(
-            f"{where} takes an instance of agentnb.Hooks (or a subclass), got {given}: "
-            "pass MyHooks(), not MyHooks."
-        )

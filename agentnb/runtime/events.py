@@ -5,10 +5,11 @@ model (text arrives), it runs a tool, it hands off, it ends. The runner calls `R
 each of them, through the agent's ``state.events``, which is None when nobody watches (no
 stream, no hooks): one check, and nothing else, in a run that does not use them.
 
-`RunEvents` sends each point to a stream's sink as a frozen event (`AgentStarted`,
-`TextDelta`, ...) and to the hooks (`agentnb.Hooks`) of the run and of the agent. A hook
-that raises (any ``BaseException``) ends the run: its exception travels as `CallbackRaised`
-and becomes ``RunResult.error``.
+`RunEvents` sends each point to a sink as a frozen event (`AgentStarted`, `TextDelta`, ...)
+and to the hooks (`agentnb.Hooks`) of the run and of the agent. The sink is a stream's
+(`agentnb.run_streamed`) or the ``on_event`` callback a run or a pattern was given. A hook or
+an ``on_event`` callback that raises (any ``BaseException``) ends the run: its exception
+travels as `CallbackRaised` and becomes ``RunResult.error``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CallbackRaised
@@ -48,6 +49,11 @@ class Event:
     span_id: str
     """The span it belongs to: the agent's, its model call's or its tool call's."""
     time: float
+    """Seconds since the run started (in a pattern: since the pattern started)."""
+    part: Any = field(default=None, kw_only=True)
+    """In a pattern, which of its runs the event belongs to: the key of that run in the
+    pattern result's ``parts()`` (a `parallel` branch's name, a `chain` stage's name,
+    ``(round, "writer" | "verifier")`` in `verify_loop`). None for a plain run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,12 +103,36 @@ class AgentEnded(Event):
 
 @dataclass(frozen=True, slots=True)
 class RunEnded(Event):
-    """The run is over, well or not: the last event of a stream."""
+    """The run is over, well or not: the last event of a stream.
 
-    result: RunResult
+    ``result`` is its `RunResult`. A pattern streams one `RunEnded` per run it makes (with
+    ``part`` set), then a last one (``part`` None, ``agent`` the pattern's name) whose
+    ``result`` is the pattern's: its `FanOut`, `ChainResult` or `VerifyResult`.
+    """
+
+    result: Any
 
 
 Sink = Callable[[Event], None]
+
+
+def subscriber(on_event: Sink) -> Sink:
+    """The sink for a user's ``on_event`` callback: what it raises ends the run, as a hook's
+    exception does."""
+
+    def sink(event: Event) -> None:
+        try:
+            on_event(event)
+        except BaseException as exc:  # user code: any exception ends the run, as its error
+            raise CallbackRaised(exc) from None
+
+    return sink
+
+
+def run_ended(ctx: RunContext, agent: Agent, result: RunResult) -> RunEnded:
+    """The `RunEnded` event of a run that gave ``result``."""
+    root = ctx.trace.spans[0].span_id if ctx.trace.spans else ""
+    return RunEnded(agent.name, agent.name, 0, root, ctx.trace.now(), result)
 
 
 class RunEvents:

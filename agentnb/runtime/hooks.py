@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UserError
+
 if TYPE_CHECKING:
     from ..models.types import ModelRequest, ModelResponse
     from .agent import Agent
@@ -48,3 +50,13 @@ class Hooks:
 
     async def on_handoff(self, ctx: RunContext, source: Agent, target: Agent) -> None:
         """``source`` hands the conversation to ``target`` (the target's own hooks see it too)."""
+
+
+def check_hooks(hooks: Any, where: str) -> None:
+    """Hooks must be an `agentnb.Hooks` (a subclass's instance), not the class itself."""
+    if not isinstance(hooks, Hooks):
+        given = f"the class {hooks.__name__}" if isinstance(hooks, type) else type(hooks).__name__
+        raise UserError(
+            f"{where} takes an instance of agentnb.Hooks (or a subclass), got {given}: "
+            "pass MyHooks(), not MyHooks."
+        )

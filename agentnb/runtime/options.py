@@ -7,9 +7,9 @@ anything starts), and hands it on to `start_context`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..models import checks
@@ -17,7 +17,10 @@ from ..models.base import ModelClient
 from ..models.settings import ModelSettings
 from ..trace.spans import Listener
 from .context import Limits
-from .hooks import Hooks
+from .hooks import Hooks, check_hooks
+
+if TYPE_CHECKING:
+    from .events import Event
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,10 @@ class RunOptions:
     """Overrides the agents' own `ModelSettings`, field by field."""
     hooks: Hooks | None = None
     """An `agentnb.Hooks` that sees every agent of the run."""
+    on_event: Callable[[Event], None] | None = None
+    """Called with every event of the run as it happens (`AgentStarted`, `TextDelta`, ...,
+    lastly `RunEnded`): the events `agentnb.run_streamed` yields, as a callback. The model
+    calls are streamed, so each has its ``ttft_s``."""
 
     def __post_init__(self) -> None:
         if self.limits is not None and not isinstance(self.limits, Limits):
@@ -71,6 +78,12 @@ class RunOptions:
                 )
         if self.run_id is not None and (type(self.run_id) is not str or not self.run_id):
             raise UserError(f"run_id must be a non-empty string or None, got {self.run_id!r}")
+        if self.hooks is not None:
+            check_hooks(self.hooks, "run(hooks=...)")
+        if self.on_event is not None and not callable(self.on_event):
+            raise UserError(
+                f"on_event must be a function on_event(event), got {type(self.on_event).__name__}"
+            )
         listeners = self.listeners
         if not isinstance(listeners, (list, tuple)) or not all(callable(f) for f in listeners):
             raise UserError(

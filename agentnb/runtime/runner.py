@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from pydantic import ValidationError
@@ -34,7 +34,7 @@ from .agent import Agent
 from .approval import Approver
 from .context import Limits, RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
-from .events import RunEvents, events_for, handed_off
+from .events import Event, RunEvents, events_for, handed_off, run_ended, subscriber
 from .guardrails import Guardrail, check_all, first_call, start_input_checks
 from .hooks import Hooks
 from .instructions import system_prompt
@@ -65,6 +65,7 @@ async def run(
     model: ModelClient | str | None = None,
     model_settings: ModelSettings | None = None,
     hooks: Hooks | None = None,
+    on_event: Callable[[Event], None] | None = None,
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -75,7 +76,8 @@ async def run(
     ``listener(event, span)`` when any span starts or ends (live widgets use them).
     ``model`` is the model of every agent of the run that has none (sub-agents included);
     ``model_settings`` override the agents' own `ModelSettings` field by field.
-    ``hooks`` (an `agentnb.Hooks`) see every agent of the run. A hook or listener that raises
+    ``hooks`` (an `agentnb.Hooks`) see every agent of the run; ``on_event`` is called with
+    each event `run_streamed` would yield. A hook, listener or ``on_event`` that raises
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
     """
@@ -91,6 +93,7 @@ async def run(
         model=model,
         model_settings=model_settings,
         hooks=hooks,
+        on_event=on_event,
     )
     return await execute(agent, input, start_context(agent, input, options))
 
@@ -119,11 +122,9 @@ def start_context(
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
-    if options.hooks is not None:
-        from .agent import check_hooks
-
-        check_hooks(options.hooks, "run(hooks=...)")
-        ctx.events = RunEvents(None, (options.hooks,))
+    if options.hooks is not None or options.on_event is not None:
+        sink = subscriber(options.on_event) if options.on_event is not None else None
+        ctx.events = RunEvents(sink, (options.hooks,) if options.hooks is not None else ())
     return ctx
 
 
@@ -166,7 +167,14 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     late = _finish(ctx, state, status, error)
-    return build_result(ctx, output, error or late)
+    result = build_result(ctx, output, error or late)
+    events = ctx.events
+    if events is not None and events.sink is not None:  # streamed: the last event
+        try:
+            events.sink(run_ended(ctx, agent, result))
+        except CallbackRaised as exc:  # the run's on_event raised at its end
+            result = build_result(ctx, None, exc.error)
+    return result
 
 
 def _finish(
