@@ -91,6 +91,7 @@ from .runtime import (
     AgentEnded,
     AgentStarted,
     AgentTool,
+    Event,
     Handoff,
     HandoffConfig,
     HandoffEvent,
@@ -239,6 +240,7 @@ __all__ = [
     # runtime: streaming
     "AgentEnded",
     "AgentStarted",
+    "Event",
     "HandoffEvent",
     "RunEnded",
     "RunStream",

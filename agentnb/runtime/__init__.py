@@ -7,6 +7,7 @@ from .context import Limits, RunContext
 from .events import (
     AgentEnded,
     AgentStarted,
+    Event,
     HandoffEvent,
     RunEnded,
     TextDelta,
@@ -28,6 +29,7 @@ __all__ = [
     "Agent",
     "AgentEnded",
     "AgentStarted",
+    "Event",
     "AgentTool",
     "Handoff",
     "HandoffConfig",
