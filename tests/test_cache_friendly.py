@@ -88,7 +88,7 @@ def test_anthropic_without_cache_sends_no_breakpoint():
 
 
 def test_cache_mode_is_checked_at_construction():
-    with pytest.raises(a.UserError, match="cache must be 'auto' or None"):
+    with pytest.raises(a.UserError, match=r"cache=...\) must be one of 'auto', None"):
         a.AnthropicModel("claude-sonnet-4", api_key="k", cache="always")  # type: ignore[arg-type]
 
 

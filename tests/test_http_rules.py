@@ -79,7 +79,7 @@ def test_loopback_addresses(url, local):
     [{"total": -1}, {"max": math.nan}, {"initial": "1"}, {"jitter": 2}, {"multiplier": 0.5}],
 )
 def test_bad_backoffs_are_user_errors(options):
-    with pytest.raises(a.UserError, match="Backoff needs"):
+    with pytest.raises(a.UserError, match=r"Backoff\(\w+=...\) must be"):
         Backoff(**options)
 
 

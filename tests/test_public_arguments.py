@@ -6,6 +6,10 @@ run that starts and fails later. Numbers given as strings or bools are refused.
 
 from __future__ import annotations
 
+import inspect
+import math
+import os
+import tempfile
 from typing import Any
 
 import pytest
@@ -13,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentnb as a
+from agentnb.models import Backoff
 
 ANYTHING = st.one_of(
     st.none(),
@@ -25,8 +30,8 @@ ANYTHING = st.one_of(
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def _agent() -> a.Agent:
-    return a.Agent("a", "Answer.", model=a.ScriptedModel([a.say("hi")]))
+def _agent(name: str = "a") -> a.Agent:
+    return a.Agent(name, "Answer.", model=a.ScriptedModel([a.say("hi")] * 3))
 
 
 def _accepts(build: Any) -> None:
@@ -111,3 +116,349 @@ def test_agent(field: str, value: Any) -> None:
 @given(value=ANYTHING)
 def test_parallel_options(option: str, value: Any) -> None:
     _accepts(lambda: a.run_sync(a.parallel([_agent()], "q", **{option: value})))
+
+
+# -- every public constructor of agentnb's __all__ ------------------------------------------------
+#
+# Each public name is either a constructor with a case below (every keyword it takes, thrown
+# ANYTHING) or listed in NOT_CONFIGURED with the reason it has none. A new public name in
+# neither fails `test_every_public_name_is_covered`.
+
+_SCRATCH = tempfile.mkdtemp(prefix="agentnb-arguments-")
+"""Where record/replay given a generated path may write: never the repository."""
+
+
+def _fn(x: int) -> int:
+    """Echo."""
+    return x
+
+
+def _http(cls: Any, option: str, value: Any) -> Any:
+    base: dict[str, Any] = {"base_url": "http://127.0.0.1:9/v1", "api_key": "sk-test-key"}
+    if option == "model":
+        return cls(value, **base)
+    return cls("m", **{**base, option: value})
+
+
+def _in_scratch(build: Any) -> Any:
+    here = os.getcwd()
+    os.chdir(_SCRATCH)
+    try:
+        return build()
+    finally:
+        os.chdir(here)
+
+
+def _keywords(fn: Any, *skip: str) -> list[str]:
+    return [p for p in inspect.signature(fn).parameters if p not in skip]
+
+
+HTTP = ["model", *_keywords(a.OpenAIModel, "model")]
+ANTHROPIC = ["model", *_keywords(a.AnthropicModel, "model")]
+
+CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
+    # models
+    "OpenAIModel": (HTTP, lambda o, v: _http(a.OpenAIModel, o, v)),
+    "AnthropicModel": (ANTHROPIC, lambda o, v: _http(a.AnthropicModel, o, v)),
+    "ScriptedModel": (
+        _keywords(a.ScriptedModel),
+        lambda o, v: a.ScriptedModel(**{"script": [a.say("hi")], o: v}),
+    ),
+    "FunctionModel": (
+        _keywords(a.FunctionModel),
+        lambda o, v: a.FunctionModel(**{"fn": lambda r: "hi", o: v}),
+    ),
+    "ModelSettings": (_keywords(a.ModelSettings), lambda o, v: a.ModelSettings(**{o: v})),
+    "record": (
+        _keywords(a.record),
+        lambda o, v: _in_scratch(
+            lambda: a.record(**{"model": a.ScriptedModel([]), "path": "rec.jsonl", o: v})
+        ),
+    ),
+    "replay": (
+        _keywords(a.replay),
+        lambda o, v: _in_scratch(lambda: a.replay(**{"path": "missing.jsonl", o: v})),
+    ),
+    "say": (["text"], lambda o, v: a.say(v)),
+    "tool_call": (
+        ["name", "arguments"],
+        lambda o, v: a.tool_call(v) if o == "name" else a.tool_call("t", x=v),
+    ),
+    # runtime
+    "tool": (_keywords(a.tool), lambda o, v: a.tool(**{"fn": _fn, o: v})),
+    "team": (_keywords(a.team), lambda o, v: a.team(**{"members": [_agent()], o: v})),
+    "input_guardrail": (
+        _keywords(a.input_guardrail),
+        lambda o, v: a.input_guardrail(**{"fn": _fn, o: v}),
+    ),
+    "output_guardrail": (
+        _keywords(a.output_guardrail),
+        lambda o, v: a.output_guardrail(**{"fn": _fn, o: v}),
+    ),
+    "agent_guardrail": (
+        _keywords(a.agent_guardrail),
+        lambda o, v: a.agent_guardrail(**{"agent": _agent(), "trip_when": bool, o: v}),
+    ),
+    "Handoff": (_keywords(a.Handoff), lambda o, v: a.Handoff(**{"target": _agent(), o: v})),
+    "HandoffConfig": (_keywords(a.HandoffConfig), lambda o, v: a.HandoffConfig(**{o: v})),
+    "StopAtTools": (["names"], lambda o, v: a.StopAtTools(v)),
+    "ToolGuardrail": (
+        _keywords(a.ToolGuardrail),
+        lambda o, v: a.ToolGuardrail(**{"action": "allow", o: v}),
+    ),
+    "PromptSection": (
+        _keywords(a.PromptSection),
+        lambda o, v: a.PromptSection(**{"heading": "h", "content": "c", o: v}),
+    ),
+    "Approval": (_keywords(a.Approval), lambda o, v: a.Approval(**{"approved": True, o: v})),
+    # patterns
+    "HandoffRoute": (["name", "fallback"], lambda o, v: a.HandoffRoute(**{"name": "r", o: v})),
+    "hierarchy": (
+        ["orchestrator", "workers", "max_turns"],
+        lambda o, v: a.hierarchy(**{"orchestrator": _agent(), "workers": [_agent("w")], o: v}),
+    ),
+    "star": (
+        _keywords(a.star),
+        lambda o, v: a.star(**{"center": _agent(), "specialists": [_agent("s")], o: v}),
+    ),
+    "mesh": (["agents", "via"], lambda o, v: a.mesh(**{"agents": [_agent(), _agent("b")], o: v})),
+    "pipeline": (["stages"], lambda o, v: a.pipeline(_agent(), v)),
+    "chain": (
+        _keywords(a.chain),
+        lambda o, v: a.run_sync(a.chain(**{"agents": [_agent()], "input": "q", o: v})),
+    ),
+    "verify_loop": (
+        _keywords(a.verify_loop),
+        lambda o, v: a.run_sync(
+            a.verify_loop(**{"writer": _agent(), "verifier": _agent("v"), "task": "t", o: v})
+        ),
+    ),
+    # measure
+    "sweep": (
+        _keywords(a.sweep),
+        lambda o, v: a.run_sync(
+            a.sweep(
+                **{
+                    "fn": lambda **p: a.run(_agent(), "q"),
+                    "grid": {"k": [1]},
+                    "progress": False,
+                    o: v,
+                }
+            )
+        ),
+    ),
+    "Price": (
+        _keywords(a.Price),
+        lambda o, v: a.Price(
+            **{
+                "model": "m",
+                "input_per_million": 1.0,
+                "output_per_million": 2.0,
+                "source": "s",
+                "as_of": "2026-01-01",
+                o: v,
+            }
+        ),
+    ),
+    "Prices": (_keywords(a.Prices), lambda o, v: a.Prices(**{o: v})),
+}
+"""Each public constructor: the keywords to throw values at, and how to build it with one."""
+
+COVERED_ELSEWHERE = {
+    "Agent": "test_agent",
+    "Limits": "test_limits",
+    "run": "test_run_options",
+    "run_sync": "test_run_options",
+    "parallel": "test_parallel_options",
+    "AgentTool": "test_as_tool (made by agent.as_tool)",
+}
+
+NOT_CONFIGURED = {
+    # records agentnb fills and hands back (or a model client builds): their fields are data
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "ToolCall",
+    "ToolSpec",
+    "Usage",
+    "CALL_COLUMNS",
+    "RunResult",
+    "RunContext",
+    "ToolCallContext",
+    "Guardrail",
+    "GuardrailResult",
+    "PendingCall",
+    "ApprovalRecord",
+    "TeamTool",
+    "Tool",
+    "RunStream",
+    "AgentEnded",
+    "AgentStarted",
+    "HandoffEvent",
+    "RunEnded",
+    "TextDelta",
+    "ToolCallEnded",
+    "ToolCallStarted",
+    "ChainResult",
+    "FanOut",
+    "Judgement",
+    "Round",
+    "Topology",
+    "VerifyResult",
+    "Vote",
+    # pydantic models the model answers with (validated by pydantic itself) or a protocol/base
+    "Intent",
+    "Respond",
+    "JudgeVerdict",
+    "Verification",
+    "ModelClient",
+    "Hooks",
+    # functions that read a request, a result or a table rather than configure anything
+    "canonical_request",
+    "request_sizes",
+    "set_tokenizer",
+    "approve_all",
+    "reject_all",
+    "assemble_prompt",
+    "run_streamed",
+    "stream_sync",
+    "harshest",
+    "majority",
+    "judge",
+    "add_cost",
+    "breakdown",
+    "breakdown_growth",
+    "cache_estimate",
+    "cost_fit",
+    "cost_table",
+    "critical_path",
+    "latency_series",
+    "section_costs",
+    "verifier_table",
+    # modules and the notebook layer (loaded on first use; its own tests check its arguments)
+    "filters",
+    "scenarios",
+    "plot",
+    "RunMonitor",
+    "SweepDashboard",
+    "TraceExplorer",
+    "define_agent",
+    "run_live",
+}
+"""Public names that are not configuration: no case needed (exceptions are left out too)."""
+
+
+def test_every_public_name_is_covered() -> None:
+    errors = {
+        n
+        for n in a.__all__
+        if n in a.__dict__
+        and isinstance(a.__dict__[n], type)
+        and issubclass(a.__dict__[n], BaseException)
+    }
+    known = set(CONSTRUCTORS) | set(COVERED_ELSEWHERE) | NOT_CONFIGURED | errors
+    assert set(a.__all__) - known == set(), "a public name without a case: add one"
+    assert known - set(a.__all__) - {"Backoff"} == set(), "a case for a name no longer public"
+
+
+CASES = [(name, option) for name, (options, _) in CONSTRUCTORS.items() for option in options]
+
+
+@pytest.mark.parametrize(("name", "option"), CASES, ids=[f"{n}-{o}" for n, o in CASES])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=ANYTHING)
+def test_public_constructors(name: str, option: str, value: Any) -> None:
+    _, build = CONSTRUCTORS[name]
+    _accepts(lambda: build(option, value))
+    wrong = isinstance(value, (bool, str)) or (isinstance(value, float) and math.isnan(value))
+    if wrong and option in NUMBERS.get(name, ()):
+        with pytest.raises(a.UserError):
+            build(option, value)
+
+
+NUMBERS = {
+    "OpenAIModel": ("max_concurrency", "max_retries", "timeout", "stream_idle", "backoff"),
+    "AnthropicModel": ("max_tokens", "max_concurrency", "max_retries", "timeout", "stream_idle"),
+    "ScriptedModel": ("latency", "chunk_chars", "chunk_latency"),
+    "FunctionModel": ("latency",),
+    "ModelSettings": ("temperature", "top_p", "max_tokens", "seed"),
+    "tool": ("max_result_chars",),
+}
+"""Options that take a number: text there is refused, never read as one."""
+
+
+@pytest.mark.parametrize("option", ["initial", "multiplier", "max", "jitter", "total"])
+@SETTINGS
+@given(value=ANYTHING)
+def test_backoff(option: str, value: Any) -> None:
+    _accepts(lambda: Backoff(**{option: value}))
+    if isinstance(value, (bool, str)) or (isinstance(value, float) and math.isnan(value)):
+        with pytest.raises(a.UserError):
+            Backoff(**{option: value})
+
+
+def _tool_fn(x: int) -> int:
+    """Echo."""
+    return x
+
+
+def _openai(**options: Any) -> Any:
+    return a.OpenAIModel("m", **{"base_url": "http://127.0.0.1:9/v1", **options})
+
+
+ISSUE_14_ITEM_6 = {
+    "Agent(tools=None)": lambda: a.Agent("a", tools=None),
+    "Agent(handoffs=None)": lambda: a.Agent("a", handoffs=None),
+    "Limits(max_depth=None)": lambda: a.Limits(max_depth=None),  # type: ignore[arg-type]
+    "Limits(max_depth='2')": lambda: a.Limits(max_depth="2"),  # type: ignore[arg-type]
+    "Limits(timeout='5')": lambda: a.Limits(timeout="5"),  # type: ignore[arg-type]
+    "Limits(timeout=nan)": lambda: a.Limits(timeout=math.nan),
+    "Limits(max_model_calls=2.5)": lambda: a.Limits(max_model_calls=2.5),  # type: ignore[arg-type]
+    "run_sync(..., timeout='5')": lambda: a.run_sync(_agent(), "q", timeout="5"),
+    "as_tool(timeout='5')": lambda: _agent().as_tool(timeout="5"),  # type: ignore[arg-type]
+    "tool(fn, name=123)": lambda: a.tool(_tool_fn, name=123),
+    "as_tool(name=5)": lambda: _agent().as_tool(name=5),  # type: ignore[arg-type]
+    "run_sync(agent, ['a', 'b'])": lambda: a.run_sync(_agent(), ["a", "b"]),
+    "run_sync(..., bogus=1)": lambda: a.run_sync(_agent(), "q", bogus=1),
+    "OpenAIModel(params=42)": lambda: _openai(params=42),
+    "OpenAIModel(api_key=42)": lambda: _openai(api_key=42),
+    "OpenAIModel(base_url=42)": lambda: _openai(base_url=42),
+    "replay(<a directory>)": lambda: a.replay(_SCRATCH),
+    "tool_call('t', x=object())": lambda: a.tool_call("t", x=object()),
+    "run(..., listeners=[42])": lambda: a.run_sync(_agent(), "q", listeners=[42]),
+    "Agent(route=42)": lambda: a.Agent("a", route=42),  # type: ignore[arg-type]
+    "as_tool(extractor=42)": lambda: _agent().as_tool(extractor=42),  # type: ignore[arg-type]
+    "as_tool(max_result_chars=-1)": lambda: _agent().as_tool(max_result_chars=-1),
+    "tool(fn, max_result_chars=-1)": lambda: a.tool(_tool_fn, max_result_chars=-1),
+    "Agent(max_turns=True)": lambda: a.Agent("a", max_turns=True),
+    "Agent(output_retries='x')": lambda: a.Agent("a", output_retries="x"),  # type: ignore[arg-type]
+    "as_tool(description=123)": lambda: _agent().as_tool(description=123),  # type: ignore[arg-type]
+    "tool(fn, description=123)": lambda: a.tool(_tool_fn, description=123),
+    "Agent(description=123)": lambda: a.Agent("a", description=123),  # type: ignore[arg-type]
+}
+"""The bad inputs issue 14 (item 6) lists, each of which must be a one-line `UserError`."""
+
+
+@pytest.mark.parametrize("call", list(ISSUE_14_ITEM_6), ids=list(ISSUE_14_ITEM_6))
+def test_each_bad_input_of_the_issue_is_a_one_line_user_error(call: str) -> None:
+    with pytest.raises(a.UserError) as raised:
+        ISSUE_14_ITEM_6[call]()
+    message = str(raised.value)
+    assert "\n" not in message.strip() and message.strip(), message
+    assert "got" in message or "is a directory" in message or "Unknown run option" in message
+
+
+def test_a_key_given_as_the_wrong_type_is_not_quoted_back() -> None:
+    class Key:
+        def __repr__(self) -> str:
+            return "sk-secret-key-0123456789"
+
+    with pytest.raises(a.UserError, match=r"api_key=...\) must be text or None, got a Key$"):
+        _openai(api_key=Key())
+
+
+def test_a_long_or_multiline_value_is_quoted_on_one_short_line() -> None:
+    with pytest.raises(a.UserError) as raised:
+        a.Limits(timeout=["line\n" * 100])  # type: ignore[arg-type]
+    message = str(raised.value)
+    assert "\n" not in message and len(message) < 160 and message.endswith("...")

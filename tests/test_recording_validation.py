@@ -147,7 +147,7 @@ def test_a_directory_or_a_non_path_is_a_user_error(tmp_path):
         a.replay(tmp_path)
     with pytest.raises(a.UserError, match="is a directory; record\\(\\) writes a file"):
         a.record(a.ScriptedModel([]), tmp_path)
-    with pytest.raises(a.UserError, match="replay\\(\\) takes a file path .* got int"):
+    with pytest.raises(a.UserError, match=r"replay\(path\) must be a file path .* got 42"):
         a.replay(42)  # type: ignore[arg-type]
 
 

@@ -116,7 +116,7 @@ async def test_running_out_of_script_ends_the_run_naming_the_agent_and_the_step(
 def test_a_bad_step_is_refused_at_construction():
     with pytest.raises(a.UserError, match="script step"):
         a.ScriptedModel([a.say("ok"), 42])  # type: ignore[list-item]
-    with pytest.raises(a.UserError, match="list of steps or a callable"):
+    with pytest.raises(a.UserError, match="list of steps or a function"):
         a.ScriptedModel("not a list")  # type: ignore[arg-type]
     with pytest.raises(a.UserError, match="latency"):
         a.ScriptedModel([], latency=-1)

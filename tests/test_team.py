@@ -163,7 +163,7 @@ class Structured(BaseModel):
     ("members", "kwargs", "message"),
     [
         ([], {}, "needs at least one agent"),
-        (["legal"], {}, "team members are Agents"),
+        (["legal"], {}, "must be a list of Agents or agent.as_tool"),
         ("dup", {}, "distinct names; legal appears more than once"),
         ("one", {"name": "no spaces"}, "not a usable tool name"),
         ("one", {"description": 5}, "must be text"),

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..models import checks
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -103,6 +104,10 @@ class Prices:
         source: str | None = None,
         as_of: str | None = None,
     ) -> None:
+        checks.mapping(entries, "Prices(entries)")
+        checks.flag(defaults, "Prices(defaults=...)")
+        checks.text(source, "Prices(source=...)", optional=True)
+        checks.text(as_of, "Prices(as_of=...)", optional=True)
         self._prices: dict[str, Price] = {p.model: p for p in DEFAULT_PRICES} if defaults else {}
         for model, entry in (entries or {}).items():
             if isinstance(entry, Price):

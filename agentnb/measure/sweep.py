@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..models import checks
 from ..trace.spans import CALL_COLUMNS
 from .critical import critical_path
 
@@ -104,10 +105,11 @@ async def sweep(
     """
     import pandas as pd
 
-    if not callable(fn):
-        raise UserError(f"sweep needs a function fn(**params) returning a run, got {fn!r}")
-    if not isinstance(repeat, int) or repeat < 1:
-        raise UserError(f"repeat must be a positive integer, got {repeat!r}")
+    checks.function(fn, "sweep(fn)", what="a function fn(**params) returning a run")
+    checks.positive_int(repeat, "sweep(repeat=...)", optional=False)
+    checks.flag(progress, "sweep(progress=...)")
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise checks.fail("sweep(executor=...)", "an executor with submit(...) or None", executor)
     configs = configurations(grid)
     names = list(dict.fromkeys(k for c in configs for k in c))
     jobs = [(i, r, c) for i, c in enumerate(configs) for r in range(repeat)]

@@ -20,6 +20,7 @@ from typing import Any, Generic, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 from ..errors import UserError
+from . import checks
 from ._deadline import AttemptTimeout
 
 T = TypeVar("T")
@@ -50,20 +51,11 @@ class Backoff:
     total: float = 60.0
 
     def __post_init__(self) -> None:
-        numbers = (self.initial, self.multiplier, self.max, self.jitter, self.total)
-        if (
-            not all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
-            or not all(n == n for n in numbers)  # NaN
-            or self.initial < 0
-            or self.multiplier < 1
-            or self.max < 0
-            or not 0 <= self.jitter <= 1
-            or self.total < 0
-        ):
-            raise UserError(
-                "Backoff needs initial >= 0, multiplier >= 1, max >= 0, 0 <= jitter <= 1 and "
-                f"total >= 0 (seconds), got {self}"
-            )
+        checks.seconds(self.initial, "Backoff(initial=...)")
+        checks.number(self.multiplier, "Backoff(multiplier=...)", least=1)
+        checks.seconds(self.max, "Backoff(max=...)", infinite=True)
+        checks.number(self.jitter, "Backoff(jitter=...)", least=0, most=1)
+        checks.seconds(self.total, "Backoff(total=...)", infinite=True)
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """The wait before retry ``attempt``: ``retry_after`` when the server gave one."""
@@ -78,8 +70,9 @@ class Backoff:
         if isinstance(value, Backoff):
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            checks.seconds(value, "backoff")
             return cls(initial=float(value))
-        raise UserError(f"backoff must be agentnb.models.Backoff(...) or seconds, got {value!r}")
+        raise checks.fail("backoff", "agentnb.models.Backoff(...) or seconds", value)
 
 
 def retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -195,28 +188,6 @@ class PerLoop(Generic[T]):
     def __getstate__(self) -> dict[str, Any]:
         # Items belong to event loops, which do not travel; a copy (a dask worker) makes its own.
         return {**self.__dict__, "_items": {}}
-
-
-def check_int(name: str, value: object, least: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise UserError(f"{name} must be an integer >= {least}, got {value!r}")
-
-
-def check_sending(max_concurrency: object, max_retries: object, timeout: object) -> None:
-    """The options every HTTP adapter takes, checked the same way."""
-    check_int("max_concurrency", max_concurrency, 1)
-    check_int("max_retries", max_retries, 0)
-    check_seconds("timeout", timeout)
-
-
-def check_seconds(name: str, value: object) -> None:
-    """A number of seconds > 0 (finite), or None."""
-    if value is not None and (
-        not isinstance(value, (int, float))
-        or isinstance(value, bool)
-        or not 0 < value < float("inf")
-    ):
-        raise UserError(f"{name} must be seconds > 0 or None, got {value!r}")
 
 
 def server_message(exc: Any) -> str:

@@ -17,13 +17,12 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from ..errors import UserError
+from . import checks
 from ._deadline import AttemptTimeout
 from ._http import (
     Backoff,
     Failure,
     Secret,
-    check_seconds,
-    check_sending,
     display_url,
     server_message,
 )
@@ -73,19 +72,19 @@ class HTTPModel:
         name: str | None,
         stream_idle: float | None = None,
     ) -> None:
-        if not isinstance(model, str) or not model:
-            raise UserError(
-                f"{self.provider} needs a model name such as {self.example!r}, got {model!r}"
+        if not isinstance(model, str) or not model.strip():
+            raise checks.fail(
+                f"{self.provider}(model)", f"a model name such as {self.example!r}", model
             )
-        check_sending(max_concurrency, max_retries, timeout)
-        check_seconds("stream_idle", stream_idle)
-        if params is not None and not isinstance(params, Mapping):
-            raise UserError(
-                f"params must be a dict of extra request fields, got {type(params).__name__}"
-            )
-        for option, value in (("api_key", api_key), ("base_url", base_url), ("name", name)):
-            if value is not None and not isinstance(value, str):
-                raise UserError(f"{option} must be a string, got {type(value).__name__}")
+        where = f"{self.provider}({{}}=...)".format
+        checks.positive_int(max_concurrency, where("max_concurrency"), optional=False)
+        checks.non_negative_int(max_retries, where("max_retries"))
+        checks.positive_seconds(timeout, where("timeout"), infinite=False)
+        checks.positive_seconds(stream_idle, where("stream_idle"), infinite=False)
+        checks.mapping(params, where("params"))
+        checks.text(api_key, where("api_key"), optional=True, quote=False)  # it may be a key
+        checks.text(base_url, where("base_url"), optional=True)
+        checks.text(name, where("name"), optional=True)
         self.model = model
         self.name = name or model
         self.max_concurrency = max_concurrency

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import UserError
+from . import checks
 from ._anthropic_wire import (
     CacheMode,
     MalformedReply,
@@ -28,7 +29,7 @@ from ._anthropic_wire import (
     request_to_wire,
     response_from_wire,
 )
-from ._http import Backoff, check_int
+from ._http import Backoff
 from ._http_model import DEFAULT_BACKOFF, HTTPModel
 from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
@@ -83,11 +84,9 @@ class AnthropicModel(HTTPModel):
         cache: CacheMode = None,
         stream_idle: float | None = None,
     ) -> None:
-        check_int("max_tokens", max_tokens, 1)
-        if structured not in ("tool", "native", "prompt"):
-            raise UserError(f"structured must be 'tool', 'native' or 'prompt', got {structured!r}")
-        if cache not in ("auto", None):
-            raise UserError(f"cache must be 'auto' or None, got {cache!r}")
+        checks.positive_int(max_tokens, "AnthropicModel(max_tokens=...)", optional=False)
+        checks.one_of(structured, "AnthropicModel(structured=...)", ("tool", "native", "prompt"))
+        checks.one_of(cache, "AnthropicModel(cache=...)", ("auto", None))
         if client is None and not _installed():
             raise UserError(
                 "AnthropicModel needs the anthropic package: pip install 'agentnb[anthropic]'"

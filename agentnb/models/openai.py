@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
-from ..errors import UserError
+from . import checks
 from ._http import Backoff, Failure
 from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
 from ._openai_wire import (
@@ -96,10 +96,11 @@ class OpenAIModel(HTTPModel):
         name: str | None = None,
         stream_idle: float | None = None,
     ) -> None:
-        if structured not in ("auto", "json_schema", "json_object", "prompt"):
-            raise UserError(
-                f"structured must be 'auto', 'json_schema', 'json_object' or 'prompt', got {structured!r}"
-            )
+        checks.one_of(
+            structured,
+            "OpenAIModel(structured=...)",
+            ("auto", "json_schema", "json_object", "prompt"),
+        )
         super().__init__(
             model,
             base_url=base_url,

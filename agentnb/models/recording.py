@@ -28,6 +28,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
+from . import checks
 from ._recording_file import FORMAT_VERSION, Entry, error_dict, read, response_dict
 from .base import ModelClient
 from .canonical import dumps, request_payload
@@ -47,7 +48,8 @@ def record(
 
         model = model_from_spec(model)
     if not isinstance(model, ModelClient):
-        raise UserError(f"record() takes a model client, got {type(model).__name__}")
+        raise checks.fail("record(model, ...)", "a model client or a spec string", model)
+    checks.flag(append, "record(append=...)")
     return Recorder(model, _path(path, "record"), append=append)
 
 
@@ -56,12 +58,13 @@ def replay(path: str | os.PathLike[str], *, name: str | None = None) -> Replay:
 
     The whole file is checked here: a damaged one raises a `UserError` naming the file, the
     line and the field."""
+    checks.text(name, "replay(name=...)", optional=True)
     return Replay(_path(path, "replay"), name=name)
 
 
 def _path(path: object, caller: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
-        raise UserError(f"{caller}() takes a file path (str or Path), got {type(path).__name__}")
+        raise checks.fail(f"{caller}(path)", "a file path (str or Path)", path)
     return Path(path)
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ScriptExhausted, UserError
+from . import checks
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -36,14 +37,33 @@ def say(text: str | Any) -> Say:
         return Say(text)
     if hasattr(text, "model_dump_json"):
         return Say(text.model_dump_json())
-    return Say(json.dumps(text, ensure_ascii=False))
+    try:
+        return Say(json.dumps(text, ensure_ascii=False))
+    except (TypeError, ValueError, RecursionError):
+        raise checks.fail(
+            "say(...)", "text, a pydantic object or a value JSON can encode", text
+        ) from None
 
 
 def tool_call(name: str, /, **arguments: Any) -> ToolCall:
     """A request to call tool ``name`` with keyword ``arguments`` (encoded as JSON)."""
-    return ToolCall(
-        name=name, arguments=json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
-    )
+    checks.text(name, "tool_call(name)", empty=False)
+    try:
+        encoded = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        key, value = next((k, v) for k, v in arguments.items() if not _encodes(v))
+        raise checks.fail(
+            f"tool_call({name!r}, {key}=...)", "a value JSON can encode", value
+        ) from None
+    return ToolCall(name=name, arguments=encoded)
+
+
+def _encodes(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def to_response(step: Step) -> ModelResponse:
@@ -84,10 +104,9 @@ class _RecordingModel:
     """Shared parts: a name, a latency, and the list of requests received."""
 
     def __init__(self, latency: Latency, name: str) -> None:
-        if not callable(latency) and (not isinstance(latency, (int, float)) or latency < 0):
-            raise UserError(
-                f"latency must be seconds >= 0 or a callable request -> seconds, got {latency!r}"
-            )
+        if not callable(latency):
+            checks.seconds(latency, f"{type(self).__name__}(latency=...)")
+        checks.text(name, f"{type(self).__name__}(name=...)", empty=False)
         self.latency = latency
         self.name = name
         self.requests: list[ModelRequest] = []
@@ -120,12 +139,8 @@ class ScriptedModel(_RecordingModel):
         name: str = "scripted",
     ) -> None:
         super().__init__(latency, name)
-        if chunk_chars is not None and (
-            not isinstance(chunk_chars, int) or isinstance(chunk_chars, bool) or chunk_chars < 1
-        ):
-            raise UserError(f"chunk_chars must be a positive integer or None, got {chunk_chars!r}")
-        if not isinstance(chunk_latency, (int, float)) or chunk_latency < 0:
-            raise UserError(f"chunk_latency must be seconds >= 0, got {chunk_latency!r}")
+        checks.positive_int(chunk_chars, "ScriptedModel(chunk_chars=...)")
+        checks.seconds(chunk_latency, "ScriptedModel(chunk_latency=...)")
         self.chunk_chars = chunk_chars
         self.chunk_latency = float(chunk_latency)
         if callable(script):
@@ -137,8 +152,8 @@ class ScriptedModel(_RecordingModel):
             for step in self._steps:  # fail at construction, not mid-run
                 to_response(step)
         else:
-            raise UserError(
-                f"script must be a list of steps or a callable request -> step, got {type(script).__name__}"
+            raise checks.fail(
+                "ScriptedModel(script)", "a list of steps or a function request -> step", script
             )
 
     @property
@@ -198,8 +213,8 @@ class FunctionModel(_RecordingModel):
         *,
         name: str | None = None,
     ) -> None:
-        if not callable(fn):
-            raise UserError("FunctionModel needs a function request -> step")
+        checks.function(fn, "FunctionModel(fn)", what="a function request -> step")
+        checks.text(name, "FunctionModel(name=...)", optional=True)
         super().__init__(latency, name or str(getattr(fn, "__name__", "function")))
         self.fn = fn
 

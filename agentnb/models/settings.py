@@ -7,11 +7,12 @@ left ``None`` is not sent at all, so the provider's own default applies.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from ..errors import UserError
+from . import checks
 
 TOOL_CHOICES = ("auto", "required", "none")
 """The tool choices every provider understands; any other string names the tool to call."""
@@ -40,44 +41,30 @@ class ModelSettings:
     """Fields passed to the provider's request body as they are (after the mapped ones)."""
 
     def __post_init__(self) -> None:
-        for name in ("temperature", "top_p"):
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0
-            ):
-                raise UserError(f"ModelSettings({name}=...) must be a number >= 0, got {value!r}")
-        for name in ("max_tokens", "seed"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise UserError(f"ModelSettings({name}=...) must be an integer, got {value!r}")
-        if self.max_tokens is not None and self.max_tokens < 1:
-            raise UserError(f"ModelSettings(max_tokens=...) must be >= 1, got {self.max_tokens}")
+        checks.number(self.temperature, "ModelSettings(temperature=...)", least=0, optional=True)
+        checks.number(self.top_p, "ModelSettings(top_p=...)", least=0, optional=True)
+        checks.positive_int(self.max_tokens, "ModelSettings(max_tokens=...)")
+        checks.integer(self.seed, "ModelSettings(seed=...)", optional=True)
         if self.tool_choice is not None and (
             not isinstance(self.tool_choice, str) or not self.tool_choice
         ):
-            raise UserError(
-                f"ModelSettings(tool_choice=...) must be one of {', '.join(TOOL_CHOICES)} or a "
-                f"tool's name, got {self.tool_choice!r}"
+            raise checks.fail(
+                "ModelSettings(tool_choice=...)",
+                f"one of {', '.join(TOOL_CHOICES)} or a tool's name",
+                self.tool_choice,
             )
-        if self.parallel_tool_calls is not None and not isinstance(self.parallel_tool_calls, bool):
-            raise UserError(
-                f"ModelSettings(parallel_tool_calls=...) must be True or False, got "
-                f"{self.parallel_tool_calls!r}"
-            )
+        checks.flag(
+            self.parallel_tool_calls, "ModelSettings(parallel_tool_calls=...)", optional=True
+        )
         stop = self.stop
         if isinstance(stop, str):
             object.__setattr__(self, "stop", (stop,))
         elif stop is not None:
-            if not isinstance(stop, Sequence) or not all(isinstance(s, str) for s in stop):
-                raise UserError(
-                    f"ModelSettings(stop=...) must be a string or a list of strings, got {stop!r}"
-                )
+            if not isinstance(stop, (list, tuple)) or not all(isinstance(s, str) for s in stop):
+                raise checks.fail("ModelSettings(stop=...)", "a string or a list of strings", stop)
             object.__setattr__(self, "stop", tuple(stop))
+        checks.mapping(self.extra, "ModelSettings(extra=...)")
         if self.extra is not None:
-            if not isinstance(self.extra, Mapping):
-                raise UserError(
-                    f"ModelSettings(extra=...) must be a dict, got {type(self.extra).__name__}"
-                )
             object.__setattr__(self, "extra", dict(self.extra))
 
     def merged(self, override: ModelSettings | None) -> ModelSettings:
@@ -114,9 +101,7 @@ def check_settings(value: Any, where: str) -> ModelSettings | None:
     """``value`` as settings, or a `UserError` naming ``where`` they were given."""
     if value is None or isinstance(value, ModelSettings):
         return value
-    raise UserError(
-        f"{where} must be agentnb.ModelSettings(...) or None, got {type(value).__name__}"
-    )
+    raise checks.fail(where, "agentnb.ModelSettings(...) or None", value)
 
 
 def unsupported(provider: str, field: str, value: Any, hint: str = "") -> UserError:

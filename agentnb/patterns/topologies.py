@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import UserError
+from ..models import checks
 from ..runtime.agent import Agent
 from ..runtime.agent_tool import AgentTool
 from ..runtime.handoffs import Handoff, HandoffConfig
@@ -96,7 +97,7 @@ def star(
 ) -> Topology:
     """A triage agent with one handoff per specialist (LLM-routed; for code routing give the
     centre a `HandoffRoute` instead)."""
-    _agents([center, *specialists], "star")
+    _agents([center, *_listed(specialists, "star(specialists)")], "star")
     if not specialists:
         raise UserError("star() needs at least one specialist")
     handoffs = [Handoff(s, config=config or HandoffConfig()) for s in specialists]
@@ -106,7 +107,7 @@ def star(
 
 def hierarchy(orchestrator: Agent, workers: Sequence[Agent], **as_tool_options: Any) -> Topology:
     """An orchestrator with each worker as a tool (``as_tool_options`` apply to every worker)."""
-    _agents([orchestrator, *workers], "hierarchy")
+    _agents([orchestrator, *_listed(workers, "hierarchy(workers)")], "hierarchy")
     if not workers:
         raise UserError("hierarchy() needs at least one worker")
     tools = [w.as_tool(**as_tool_options) for w in workers]
@@ -134,7 +135,7 @@ def mesh(
     (``Limits(max_depth=...)``). ``via="handoffs"``: each can hand the conversation to the others
     (``options`` go to `Handoff`); handing back to an agent that already had control is refused.
     """
-    _agents(list(agents), "mesh")
+    _agents(list(_listed(agents, "mesh(agents)")), "mesh")
     if len(agents) < 2:
         raise UserError("mesh() needs at least two agents")
     if via not in ("tools", "handoffs"):
@@ -158,6 +159,12 @@ def _agents(agents: list[Any], where: str) -> None:
         if agent.name in names:
             raise UserError(f"{where}(): two agents are named {agent.name!r}; names must be unique")
         names.add(agent.name)
+
+
+def _listed(agents: Any, where: str) -> Sequence[Any]:
+    if not isinstance(agents, (list, tuple)):
+        raise checks.fail(where, "a list of Agents", agents)
+    return agents
 
 
 __all__ = ["ChainResult", "Topology", "hierarchy", "mesh", "pipeline", "star"]

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
+from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings
 from ..models.types import Message
@@ -212,10 +213,10 @@ async def verify_loop(
     _runs.check_timeout(timeout, "verify_loop")
     if not isinstance(task, str) or not task.strip():
         raise UserError("verify_loop(task) must be the task as non-empty text")
-    if not isinstance(max_rounds, int) or isinstance(max_rounds, bool) or max_rounds < 1:
-        raise UserError(
-            f"verify_loop(max_rounds=...) must be a positive integer, got {max_rounds!r}"
-        )
+    checks.positive_int(max_rounds, "verify_loop(max_rounds=...)", optional=False)
+    checks.function(
+        verifier_input, "verify_loop(verifier_input=...)", what="a function (task, draft) -> str"
+    )
     checker = _with_verification_type(verifier)
     options = RunOptions(
         limits=limits,

@@ -105,6 +105,10 @@ class Agent:
         check_behavior(self.tool_use_behavior, self.name)
         self.input_guardrails = as_guardrails(self.input_guardrails, "input_guardrails")
         self.output_guardrails = as_guardrails(self.output_guardrails, "output_guardrails")
+        if self.route is not None and not _is_route(self.route):
+            raise checks.fail(
+                f"Agent({self.name!r}, route=...)", "a HandoffRoute or None", self.route
+            )
         if (
             self.route is not None
             and self.output_type is None

@@ -150,6 +150,8 @@ class AgentTool(BaseTool):
         propagate_guardrails: bool = False,
     ) -> AgentTool:
         """Check the options (raises `UserError`) and make the tool; see `Agent.as_tool`."""
+        checks.text(name, "as_tool(name=...)", optional=True)
+        checks.text(description, "as_tool(description=...)", optional=True)
         tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
         if not isinstance(tool_name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", tool_name):
             raise UserError(
@@ -159,8 +161,6 @@ class AgentTool(BaseTool):
         checks.positive_seconds(timeout, "as_tool(timeout=...)")
         checks.positive_int(max_tokens, "as_tool(max_tokens=...)")
         checks.positive_int(max_result_chars, "as_tool(max_result_chars=...)")
-        if description is not None and not isinstance(description, str):
-            raise UserError(f"as_tool(description=...) must be text, got {description!r}")
         if input_schema is not None and not (
             isinstance(input_schema, type) and issubclass(input_schema, BaseModel)
         ):

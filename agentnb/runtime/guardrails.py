@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ..errors import GuardrailTripped, UserError
+from ..models import checks
 from ..models.types import Message, ModelResponse
 from ._tasks import run_concurrently
 from .state import AgentRun
@@ -64,14 +65,19 @@ def input_guardrail(
 
     ``blocking=False`` (the default) runs it alongside the agent's first model call."""
 
+    checks.flag(blocking, "input_guardrail(blocking=...)")
+    checks.text(name, "input_guardrail(name=...)", optional=True)
+
     def build(f: GuardrailFunction) -> Guardrail:
-        return Guardrail(_callable(f, "input_guardrail"), name or _name(f), bool(blocking))
+        return Guardrail(_callable(f, "input_guardrail"), name or _name(f), blocking)
 
     return build(fn) if fn is not None else build
 
 
 def output_guardrail(fn: GuardrailFunction | None = None, *, name: str | None = None) -> Any:
     """An output guardrail (a plain function in ``output_guardrails`` is the same)."""
+
+    checks.text(name, "output_guardrail(name=...)", optional=True)
 
     def build(f: GuardrailFunction) -> Guardrail:
         return Guardrail(_callable(f, "output_guardrail"), name or _name(f))
@@ -92,9 +98,11 @@ def agent_guardrail(
     from .agent import Agent
 
     if not isinstance(agent, Agent):
-        raise UserError(f"agent_guardrail() takes an Agent first, got {type(agent).__name__}")
+        raise checks.fail("agent_guardrail(agent, ...)", "an Agent", agent)
     _callable(trip_when, "agent_guardrail(trip_when=...)")
-    return Guardrail(None, name or agent.name, bool(blocking), agent, trip_when)
+    checks.text(name, "agent_guardrail(name=...)", optional=True)
+    checks.flag(blocking, "agent_guardrail(blocking=...)")
+    return Guardrail(None, name or agent.name, blocking, agent, trip_when)
 
 
 def as_guardrails(items: Any, where: str) -> tuple[Guardrail, ...]:
@@ -120,8 +128,7 @@ def as_guardrails(items: Any, where: str) -> tuple[Guardrail, ...]:
 
 
 def _callable(fn: Any, where: str) -> Any:
-    if not callable(fn):
-        raise UserError(f"{where} takes a function (sync or async), got {fn!r}")
+    checks.function(fn, where, what="a function (sync or async)")
     return fn
 
 

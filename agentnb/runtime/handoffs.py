@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from ..errors import UserError
+from ..models import checks
 from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
@@ -123,6 +124,8 @@ class Handoff:
             raise UserError(
                 "Handoff(input_filter=...) must be a function list[Message] -> list[Message]"
             )
+        checks.text(self.tool_name, "Handoff(tool_name=...)", optional=True)
+        checks.text(self.description, "Handoff(description=...)", optional=True)
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
             raise UserError(
                 f"Handoff tool name {self.name!r} is not usable: pass tool_name= with letters, digits, _ or -."

@@ -24,6 +24,7 @@ from ..errors import (
     RunTimeout,
     UserError,
 )
+from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings, check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
@@ -110,10 +111,10 @@ def start_context(
     ``t0`` puts the run's trace on a clock shared with other runs (patterns use it)."""
     if not isinstance(agent, Agent):
         raise UserError(f"run() takes an Agent first, got {type(agent).__name__}")
-    if not isinstance(input, (str, list)):
-        raise UserError(
-            f"The input must be text (or a list of Message), got {type(input).__name__}"
-        )
+    if not isinstance(input, str) and not (
+        isinstance(input, list) and all(isinstance(m, Message) for m in input)
+    ):
+        raise checks.fail("run()'s input", "text or a list of agentnb.Message", input)
     if not isinstance(options, RunOptions):
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..models import checks
 from .agent_tool import AgentTool
 from .tool_guardrails import invoke_checked
 from .tools import BaseTool, ToolCallContext
@@ -83,8 +84,9 @@ def team(
         raise UserError(
             f"team(name={name!r}) is not a usable tool name: letters, digits, _ or -, at most 64."
         )
-    if description is not None and not isinstance(description, str):
-        raise UserError(f"team(description=...) must be text, got {type(description).__name__}")
+    checks.text(description, "team(description=...)", optional=True)
+    if not isinstance(members, (list, tuple)):
+        raise checks.fail("team(members)", "a list of Agents or agent.as_tool(...) tools", members)
     tools = tuple(_as_member(m) for m in members)
     if not tools:
         raise UserError("team(members=...) needs at least one agent.")
@@ -114,7 +116,7 @@ def _as_member(item: Any) -> AgentTool:
     elif hasattr(item, "as_tool") and not isinstance(item, BaseTool):
         tool = item.as_tool()
     else:
-        raise UserError(f"team members are Agents or agent.as_tool(...) tools, got {item!r}")
+        raise checks.fail("team(members)", "a list of Agents or agent.as_tool(...) tools", item)
     if tool.input_schema is not None:
         raise UserError(
             f"team member {tool.name!r} has an input_schema; a team passes the default input "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError, create_model
 
 from ..errors import UserError
+from ..models import checks
 from ..models.types import ToolSpec
 from .transfer import Transfer
 
@@ -277,8 +278,10 @@ def function_tool(
     """A `Tool` from a function (a tool of any kind is returned as it is); see `tool`."""
     if isinstance(fn, BaseTool):
         return fn
-    if not callable(fn):
-        raise UserError(f"A tool must be a function, an Agent or a Tool, got {fn!r}")
+    checks.function(fn, "tool(fn)", what="a function, an Agent or a Tool")
+    checks.text(name, "tool(name=...)", optional=True)
+    checks.text(description, "tool(description=...)", optional=True)
+    checks.positive_int(max_result_chars, "tool(max_result_chars=...)")
     tool_name = name or getattr(fn, "__name__", None)
     if (
         not tool_name
@@ -296,7 +299,7 @@ def function_tool(
         )
     from .tool_guardrails import check_tool_guardrails
 
-    checks = (
+    guards = (
         check_tool_guardrails(input_guardrails, f"tool {tool_name!r}: input_guardrails"),
         check_tool_guardrails(output_guardrails, f"tool {tool_name!r}: output_guardrails"),
     )
@@ -326,8 +329,8 @@ def function_tool(
         max_result_chars,
         context_param,
         _json_args=json_args,
-        input_guardrails=checks[0],
-        output_guardrails=checks[1],
+        input_guardrails=guards[0],
+        output_guardrails=guards[1],
         needs_approval=needs_approval,
     )
 
