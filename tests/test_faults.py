@@ -17,12 +17,10 @@ form only (``only``).
 from __future__ import annotations
 
 import email.utils
-import gc
 import json
 import socket
 import time
-import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -51,24 +49,6 @@ from secret_scan import KEY, MASKED, assert_no_key
 
 import agentnb as a
 from agentnb.models import Backoff
-
-# A fault that cuts a connection (a reset, a stream cut short) leaves the HTTP client's
-# socket and asyncio transport to the garbage collector, which reports them unclosed: known
-# on main before warnings became errors (closing them is the adapters' work, issue 14).
-pytestmark = [
-    pytest.mark.filterwarnings("ignore:unclosed:ResourceWarning"),
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _collect_what_the_faults_left() -> Iterator[None]:
-    """Collect those sockets before the module ends, so no later test is blamed for them."""
-    yield
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ResourceWarning)
-        gc.collect()
-
 
 FAST = Backoff(initial=0.01, multiplier=1.0, max=0.2, jitter=0.0, total=1.0)
 SETTINGS: dict[str, Any] = {"timeout": 0.3, "max_retries": 2, "backoff": FAST}
@@ -455,11 +435,26 @@ def run_against(
 ):
     model = provider.model(url, **fault.options)
     recorder = a.record(model, tmp_path / "run.jsonl")
-    if provider.streamed:
-        result = list(a.stream_sync(agent(recorder), "go"))[-1].result
-    else:
-        result = a.run_sync(agent(recorder), "go")
+    try:
+        if provider.streamed:
+            result = list(a.stream_sync(agent(recorder), "go"))[-1].result
+        else:
+            result = a.run_sync(agent(recorder), "go")
+    finally:
+        busy = a.run_sync(_busy_connections(model))
+        a.run_sync(model.aclose())  # its idle connections, on the loop that ran it
+    assert busy == [], "a failed or cut attempt left its connection open"
     return model, result
+
+
+async def _busy_connections(model: Any) -> list[str]:
+    """The connections of ``model``'s client still serving a request: none may be left once
+    a call has ended, however its attempts failed (httpx and httpcore internals, read only)."""
+    busy = []
+    for slot in model._slots._items.values():
+        pool = slot.client._client._transport._pool
+        busy += [c.info() for c in pool.connections if not (c.is_idle() or c.is_closed())]
+    return busy
 
 
 def case(name: str, provider: Provider) -> Fault:
