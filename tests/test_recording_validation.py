@@ -94,10 +94,10 @@ def test_a_damaged_entry_names_file_line_and_field(tmp_path, line, says):
 
 def test_an_unknown_format_version_is_refused_with_the_versions_read(tmp_path):
     path = tmp_path / "future.jsonl"
-    write(path, {"agentnb_recording": 2, "model": "m"}, entry())
+    write(path, {"agentnb_recording": 3, "model": "m"}, entry())
 
     with pytest.raises(
-        a.UserError, match=r"future.jsonl:1: .*version 2; this agentnb reads version 1"
+        a.UserError, match=r"future.jsonl:1: .*version 3; this agentnb reads version 1, 2"
     ):
         a.replay(path)
 

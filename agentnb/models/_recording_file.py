@@ -4,8 +4,8 @@ when it is read.
 JSON lines, UTF-8, one object per line, compact, keys in a fixed order (re-recording after a
 change gives a readable diff)::
 
-    {"agentnb_recording":1,"model":"gpt-4o-mini"}
-    {"agent":"coordinator","request":{...},"response":{...}}
+    {"agentnb_recording":2,"model":"gpt-4o-mini"}
+    {"agent":"coordinator","request":{...},"settings":{"temperature":0.2},"response":{...}}
     {"agent":"legal","request":{...},"error":{"type":"ModelHTTPError","message":"...","status":500,"events":[]}}
 
 - line 1, the header (`Header`): the format version (``READS`` lists those this agentnb
@@ -13,7 +13,8 @@ change gives a readable diff)::
 - then one line per model call (`Entry`), written when the call finishes (concurrent calls
   therefore appear in the order they finished): the ``agent`` that made it, the ``request``
   in canonical form (system, messages, tools, output_schema: exactly what "characters sent"
-  measures), and either
+  measures), the ``settings`` it was made with (`ModelSettings`: only the fields set, and
+  only when one is; since version 2), and either
 - ``response`` (`Response`): ``text`` (string or null), ``tool_calls`` (``id``, ``name``,
   ``arguments`` as a JSON string), ``usage`` (``input_tokens``, ``output_tokens``, each an
   integer or null: always present, since a replay must report what the original did; and
@@ -23,6 +24,8 @@ change gives a readable diff)::
   depend on the machine, not the model), or
 - ``error`` (`Error`), for a call that failed with an `AgentRunError`: the error's ``type``,
   ``message``, and for a `ModelHTTPError` its ``status`` and ``events``.
+
+Version 1 had no ``settings``: it is still read, and a replay of it does not compare them.
 
 No key, header or URL is ever written: only what the model was sent and what it answered.
 Reading checks every line against these models, strictly (a number is not text), and a
@@ -38,11 +41,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from ..errors import AgentRunError, ModelHTTPError, UserError
+from .settings import ModelSettings
 from .types import ModelResponse, StopReason, Usage
 
-FORMAT_VERSION = 1
-"""The version `record` writes."""
-READS = (1,)
+FORMAT_VERSION = 2
+"""The version `record` writes (2: each call's model settings)."""
+READS = (1, 2)
 """The versions `replay` reads."""
 _UNSTABLE_EVENTS = frozenset({"queue_wait"})
 
@@ -89,6 +93,8 @@ class Error(_Strict):
 class Entry(_Strict):
     agent: str = ""
     request: dict[str, Any]
+    settings: dict[str, Any] | None = None
+    """The call's settings; ``{}`` when none were set, None when unknown (a version-1 file)."""
     response: Response | None = None
     error: Error | None = None
 
@@ -97,6 +103,19 @@ class Entry(_Strict):
         if (self.response is None) == (self.error is None):
             raise ValueError("a recorded call has either a response or an error, not both")
         return self
+
+
+def settings_dict(settings: ModelSettings | None) -> dict[str, Any]:
+    """How a call's settings are written and compared: the fields set, as JSON values."""
+    if settings is None:
+        return {}
+    out: dict[str, Any] = {}
+    for name in ModelSettings.__dataclass_fields__:
+        value = getattr(settings, name)
+        if value is not None:
+            out[name] = list(value) if isinstance(value, tuple) else value
+    read_back: dict[str, Any] = json.loads(json.dumps(out, ensure_ascii=False, default=repr))
+    return read_back  # as a recording reads back (a tuple is a list)
 
 
 def response_dict(response: ModelResponse) -> dict[str, Any]:
@@ -146,6 +165,7 @@ def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
             "agentnb.record(model, path)"
         )
     header: Header | None = None
+    version = FORMAT_VERSION
     entries: list[tuple[int, Entry]] = []
     for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
         where = f"{path}:{number}"
@@ -178,6 +198,7 @@ def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
                 )
             found = _checked(Header, item, where)
             header = header or found
+            version = found.agentnb_recording
             continue
         if header is None:
             raise UserError(
@@ -185,7 +206,15 @@ def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
                 f'{{"agentnb_recording":{FORMAT_VERSION},"model":...}}; is this an agentnb '
                 "recording?"
             )
-        entries.append((number, _checked(Entry, item, where)))
+        entry: Entry = _checked(Entry, item, where)
+        if version == 1 and entry.settings is not None:
+            raise UserError(
+                f"{where}: settings: a version-1 recording has none (they came with version 2); "
+                "the recording is damaged or not agentnb's"
+            )
+        if version >= 2 and entry.settings is None:
+            entry = entry.model_copy(update={"settings": {}})  # none were set
+        entries.append((number, entry))
     if header is None:
         raise UserError(f"{path} is empty: make a recording with agentnb.record(model, path)")
     return header, entries

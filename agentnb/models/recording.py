@@ -14,6 +14,9 @@ Replay matches each request to an unused recorded call with the same canonical r
 (first in file order when several are equal), not merely the next line, so parallel
 sub-agents that finish in another order still get their own answers. A request with no
 match raises `ReplayMismatch`, naming the first difference from the nearest recorded call.
+The model settings of each call (`ModelSettings`) are recorded beside the request and must
+match too (a recording of format version 1 has none: its settings are not compared); a
+request recorded with other settings is a `ReplayMismatch` naming the setting that differs.
 """
 
 from __future__ import annotations
@@ -29,7 +32,14 @@ from typing import Any
 from .. import errors
 from ..errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
 from . import checks
-from ._recording_file import FORMAT_VERSION, Entry, error_dict, read, response_dict
+from ._recording_file import (
+    FORMAT_VERSION,
+    Entry,
+    error_dict,
+    read,
+    response_dict,
+    settings_dict,
+)
 from .base import ModelClient
 from .canonical import dumps, request_payload
 from .deltas import StreamItem, stream_of
@@ -85,15 +95,13 @@ class Recorder:
             path.write_text(dumps(header) + "\n", encoding="utf-8")
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        payload = request_payload(request)
+        entry = _entry(request)
         try:
             response = await self.model.request(request)
         except AgentRunError as exc:
-            self._write({"agent": request.agent, "request": payload, "error": error_dict(exc)})
+            self._write({**entry, "error": error_dict(exc)})
             raise
-        self._write(
-            {"agent": request.agent, "request": payload, "response": response_dict(response)}
-        )
+        self._write({**entry, "response": response_dict(response)})
         return response
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
@@ -102,15 +110,14 @@ class Recorder:
         return self._stream(request)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
-        payload = request_payload(request)
+        entry = _entry(request)
         try:
             async for item in stream_of(self.model, request):
                 if isinstance(item, ModelResponse):
-                    entry = {"agent": request.agent, "request": payload}
                     self._write({**entry, "response": response_dict(item)})
                 yield item
         except AgentRunError as exc:
-            self._write({"agent": request.agent, "request": payload, "error": error_dict(exc)})
+            self._write({**entry, "error": error_dict(exc)})
             raise
 
     def _write(self, entry: dict[str, Any]) -> None:
@@ -127,6 +134,15 @@ class Recorder:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         _with_lock(self, state)
+
+
+def _entry(request: ModelRequest) -> dict[str, Any]:
+    """The start of a call's line: who asked, what was sent, and the settings when any are set."""
+    entry: dict[str, Any] = {"agent": request.agent, "request": request_payload(request)}
+    settings = settings_dict(request.settings)
+    if settings:
+        entry["settings"] = settings
+    return entry
 
 
 @dataclass(slots=True)
@@ -194,18 +210,31 @@ class Replay:
 
     async def request(self, request: ModelRequest) -> ModelResponse:
         key = dumps(request_payload(request))
+        settings = settings_dict(request.settings)
         with self._lock:  # a replay may serve two event loops (run_sync and Jupyter's)
             self.requests.append(request)
             queue = self._by_request.get(key)
-            entry = queue.popleft() if queue else None
+            entry = _take(queue, settings) if queue else None
             if entry is None:
-                raise self._mismatch(request)
+                raise self._mismatch(request, settings, queue)
             entry.used = True
         return entry.reply()
 
-    def _mismatch(self, request: ModelRequest) -> ReplayMismatch:
-        unused = [e for e in self._entries if not e.used]
+    def _mismatch(
+        self, request: ModelRequest, settings: dict[str, Any], same: deque[_Entry] | None
+    ) -> ReplayMismatch:
         who = f"agent {request.agent!r}" if request.agent else "the agent"
+        if same:  # the request is recorded, with other settings
+            nearest = same[0]
+            where, recorded, sent = first_difference(nearest.call.settings, settings, "settings")
+            recorded_text, sent_text = _shown(recorded, sent)
+            return ReplayMismatch(
+                f"{who.capitalize()} sent a request that the recording {self.path} holds "
+                f"(line {nearest.line}) with other model settings: {where} was recorded "
+                f"{recorded_text}, sent {sent_text}. If the change is intended, record the run "
+                "again with agentnb.record(...)."
+            )
+        unused = [e for e in self._entries if not e.used]
         if not unused:
             return ReplayMismatch(
                 f"Replay of {self.path} has no call left for {who}: all {len(self._entries)} "
@@ -230,6 +259,16 @@ class Replay:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         _with_lock(self, state)
+
+
+def _take(queue: deque[_Entry], settings: dict[str, Any]) -> _Entry | None:
+    """The first recorded call of ``queue`` made with ``settings`` (a call recorded without
+    them, in a version-1 file, matches any), taken out of the queue; None if there is none."""
+    for i, entry in enumerate(queue):
+        if entry.call.settings is None or entry.call.settings == settings:
+            del queue[i]
+            return entry
+    return None
 
 
 def _without_lock(obj: Any) -> dict[str, Any]:
