@@ -374,17 +374,52 @@ def test_public_constructors(name: str, option: str, value: Any) -> None:
     if wrong and option in NUMBERS.get(name, ()):
         with pytest.raises(a.UserError):
             build(option, value)
+    unset = value is None and name == "ModelSettings"  # a setting left unset
+    if not isinstance(value, bool) and not unset and option in FLAGS.get(name, ()):
+        with pytest.raises(a.UserError):
+            build(option, value)
 
 
 NUMBERS = {
     "OpenAIModel": ("max_concurrency", "max_retries", "timeout", "stream_idle", "backoff"),
-    "AnthropicModel": ("max_tokens", "max_concurrency", "max_retries", "timeout", "stream_idle"),
+    "AnthropicModel": (
+        "max_tokens",
+        "max_concurrency",
+        "max_retries",
+        "timeout",
+        "stream_idle",
+        "backoff",
+    ),
     "ScriptedModel": ("latency", "chunk_chars", "chunk_latency"),
     "FunctionModel": ("latency",),
     "ModelSettings": ("temperature", "top_p", "max_tokens", "seed"),
     "tool": ("max_result_chars",),
+    "HandoffConfig": ("window", "budget"),
+    "hierarchy": ("max_turns",),
+    "chain": ("timeout",),
+    "verify_loop": ("max_rounds", "timeout"),
+    "sweep": ("repeat",),
+    "Price": (
+        "input_per_million",
+        "output_per_million",
+        "cached_input_per_million",
+        "cache_write_per_million",
+    ),
 }
-"""Options that take a number: text there is refused, never read as one."""
+"""Options that take a number: text, a bool or NaN there is refused, never read as one."""
+
+FLAGS = {
+    "ModelSettings": ("parallel_tool_calls",),
+    "record": ("append",),
+    "input_guardrail": ("blocking",),
+    "agent_guardrail": ("blocking",),
+    "PromptSection": ("condition",),
+    "Approval": ("approved",),
+    "sweep": ("progress",),
+    "Prices": ("defaults",),
+}
+"""Options that take True or False: anything else is refused, not read as true or false
+(``ModelSettings.parallel_tool_calls`` also takes None: not set)."""
 
 
 @pytest.mark.parametrize("option", ["initial", "multiplier", "max", "jitter", "total"])

@@ -45,6 +45,17 @@ class Price:
     """Price of a million input tokens written to the prompt cache; ``None``: billed as input
     (OpenAI charges nothing extra for its automatic cache)."""
 
+    def __post_init__(self) -> None:
+        for name in ("model", "source", "as_of", "currency"):
+            checks.text(getattr(self, name), f"Price({name}=...)", empty=False)
+        for name in (
+            "input_per_million",
+            "output_per_million",
+            "cached_input_per_million",
+            "cache_write_per_million",
+        ):
+            checks.number(getattr(self, name), f"Price({name}=...)", least=0, optional=True)
+
     @property
     def cached_input(self) -> float | None:
         """The cached-input price (per million tokens), ``None`` when not known."""

@@ -23,6 +23,7 @@ from typing import Any, Union
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import UserError
+from ..models import checks
 from ..models.types import Message
 from ..runtime.agent import Agent
 from ..runtime.handoffs import intent_message, user_message
@@ -82,6 +83,11 @@ class HandoffRoute:
     rules: list[_Rule] = field(default_factory=list)
     fallback: Agent | None = None
     _pending: _When | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        checks.text(self.name, "HandoffRoute(name)", empty=False)
+        if self.fallback is not None and not isinstance(self.fallback, Agent):
+            raise checks.fail("HandoffRoute(fallback=...)", "an Agent or None", self.fallback)
 
     def when(self, *intents: type[Intent]) -> _When:
         """Start a rule for one or more intent types; finish it with ``.to(agent)``."""

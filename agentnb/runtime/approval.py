@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from ..errors import NoApprover, UserError
+from ..models import checks
 from .tools import BaseTool, ToolCallContext
 
 if TYPE_CHECKING:
@@ -48,6 +49,10 @@ class Approval:
 
     approved: bool
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        checks.flag(self.approved, "Approval(approved)")
+        checks.text(self.reason, "Approval(reason=...)")
 
 
 @dataclass(frozen=True)

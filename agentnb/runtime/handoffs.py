@@ -72,14 +72,8 @@ class HandoffConfig:
                 raise UserError(
                     f"HandoffConfig(window=...) only applies to strategy='last_n', not {self.strategy!r}."
                 )
-            if not isinstance(self.window, int) or self.window < 1:
-                raise UserError(
-                    f"HandoffConfig(window=...) must be a positive integer, got {self.window!r}"
-                )
-        if self.budget is not None and (not isinstance(self.budget, int) or self.budget < 1):
-            raise UserError(
-                f"HandoffConfig(budget=...) must be a positive number of tokens, got {self.budget!r}"
-            )
+            checks.positive_int(self.window, "HandoffConfig(window=...)")
+        checks.positive_int(self.budget, "HandoffConfig(budget=...)")
 
 
 @dataclass

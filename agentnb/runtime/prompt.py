@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..models import checks
 from ..trace.sizes import escaped_length
 
 SEPARATOR = "\n\n"
@@ -28,6 +29,11 @@ class PromptSection:
     heading: str
     content: str
     condition: bool = True
+
+    def __post_init__(self) -> None:
+        checks.text(self.heading, "PromptSection(heading)")
+        checks.text(self.content, "PromptSection(content)")
+        checks.flag(self.condition, "PromptSection(condition=...)")
 
     def render(self) -> str:
         return (

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from ..errors import GuardrailTripped, UserError
+from ..models import checks
 from .tools import BaseTool, ToolCallContext
 
 
@@ -28,6 +29,10 @@ class ToolGuardrail:
 
     action: Literal["allow", "reject", "stop"]
     message: str = ""
+
+    def __post_init__(self) -> None:
+        checks.one_of(self.action, "ToolGuardrail(action)", ("allow", "reject", "stop"))
+        checks.text(self.message, "ToolGuardrail(message=...)")
 
     @classmethod
     def allow(cls) -> ToolGuardrail:
