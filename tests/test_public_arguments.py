@@ -6,6 +6,7 @@ run that starts and fails later. Numbers given as strings or bools are refused.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import os
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 import agentnb as a
 from agentnb.models import Backoff
+from agentnb.runtime.options import RunOptions
 
 ANYTHING = st.one_of(
     st.none(),
@@ -51,10 +53,11 @@ def test_limits(field: str, value: Any) -> None:
             a.Limits(**{field: value})
 
 
-@pytest.mark.parametrize(
-    "option",
-    ["limits", "artifacts", "max_turns", "timeout", "approver", "run_id", "listeners", "hooks"],
-)
+RUN_OPTIONS = [f.name for f in dataclasses.fields(RunOptions)]
+"""Every option a run takes (a new one gets its case here without being listed)."""
+
+
+@pytest.mark.parametrize("option", RUN_OPTIONS)
 @SETTINGS
 @given(value=ANYTHING)
 def test_run_options(option: str, value: Any) -> None:
@@ -295,6 +298,7 @@ NOT_CONFIGURED = {
     "AgentEnded",
     "AgentStarted",
     "HandoffEvent",
+    "Event",
     "RunEnded",
     "TextDelta",
     "ToolCallEnded",

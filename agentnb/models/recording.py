@@ -75,6 +75,8 @@ def replay(path: str | os.PathLike[str], *, name: str | None = None) -> Replay:
 def _path(path: object, caller: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise checks.fail(f"{caller}(path)", "a file path (str or Path)", path)
+    if "\x00" in str(os.fspath(path)):  # no file system takes it
+        raise checks.fail(f"{caller}(path)", "a file path without NUL characters", path)
     return Path(path)
 
 
