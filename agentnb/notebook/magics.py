@@ -153,7 +153,7 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent(self, line: str, cell: str) -> None:
-        """%%agent NAME [--model M] [--tools a,b] [--output TYPE] [--max-turns N] [--timeout S]
+        """``%%agent NAME [--model M] [--tools a,b] [--output TYPE] [--max-turns N] [--timeout S]``
 
         The cell body is the agent's instructions; the agent is bound to NAME."""
         args = parse(AGENT, line)
@@ -186,7 +186,7 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent_run(self, line: str, cell: str) -> None:
-        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--no-stream]
+        """``%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--no-stream]``
 
         Runs agent NAME on the cell body ({identifier} interpolated from the namespace), with
         a live monitor, and displays the result; -o VAR stores the RunResult in VAR. --run-id
