@@ -11,7 +11,6 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from nbval.plugin import get_sanitize_patterns
-from notebook_support import CommLog, record_comms
 from traitlets.config import Config
 
 import agentnb as a
@@ -19,11 +18,6 @@ from agentnb.notebook import RunMonitor, SweepDashboard, TraceExplorer, run_live
 
 VIEW = "application/vnd.jupyter.widget-view+json"
 SANITIZE_FILE = Path(__file__).parents[1] / "notebooks" / "nbval_sanitize.cfg"
-
-
-@pytest.fixture
-def dummy_comm(monkeypatch: pytest.MonkeyPatch) -> CommLog:
-    return record_comms(monkeypatch)
 
 
 @pytest.fixture(scope="module")
