@@ -25,6 +25,7 @@ PACKAGES = (
     "agentnb.runtime",
     "agentnb.patterns",
     "agentnb.notebook",
+    "agentnb.integrations",
 )
 
 
