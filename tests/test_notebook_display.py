@@ -113,3 +113,14 @@ def test_a_fanout_displays_through_its_hooks():
     fanout = a.run_sync(parallel([agent], "check"))
     assert pretty(fanout) == fanout_text(fanout)
     assert fanout._repr_html_() == fanout_html(fanout)
+
+
+def test_counts_of_one_are_singular_in_the_header_and_the_tree():
+    model = a.ScriptedModel([a.say("lawful")])
+    result = a.run_sync(a.Agent("legal", "You review law.", model), "review")
+
+    text, html = result_text(result), result_html(result)
+    assert "legal answered · 1 model call · " in text and "1 model calls" not in text
+    assert "legal answered · 1 model call · " in html and "1 model calls" not in html
+    assert "1 turn · 1 model call · " in text
+    assert model.requests[0].messages[-1].content == "review"

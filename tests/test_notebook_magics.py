@@ -262,6 +262,48 @@ def test_in_a_cell_a_usage_error_prints_one_line_and_no_traceback(ip, capsys):
     assert lines == [f"UsageError: {outcome.error_in_exec}"]
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("%%agent reviewer --model legal_model",
+         "%%agent reviewer: the cell body is the agent's instructions, and it is empty; write "
+         "them on the lines under the magic, e.g. '%%agent reviewer --model my_model' then "
+         "'You review contract clauses.'"),
+        ("%%agent reviewer --model legal_model\n", "the cell body is the agent's instructions"),
+        ("%%agent reviewer --model legal_model\n\n  \n", "the cell body is the agent's instructions"),
+        ("%%agent reviewer --model legal_model\n# NBVAL_SKIP", "the cell body is the agent's instructions"),
+        ("%%agent_run legal -o res",
+         "%%agent_run legal: the cell body is the input to the agent, and it is empty; write it "
+         "on the lines under the magic, e.g. '%%agent_run legal -o result' then "
+         "'Review this clause: {clause}'"),
+    ],
+)  # fmt: skip
+def test_an_empty_body_says_what_the_body_is_for(ip, capsys, source, message):
+    """IPython refuses a cell magic with no body before the magic runs ("the cell body is
+    empty"); agentnb's input transformer lets the magic run and explain its body instead."""
+    ip.run_cell("%%agent legal --model legal_model\nYou review law.")
+    capsys.readouterr()
+    outcome = ip.run_cell(source)
+
+    assert isinstance(outcome.error_in_exec, UsageError)
+    assert message in str(outcome.error_in_exec) and "\n" not in str(outcome.error_in_exec)
+    printed = capsys.readouterr()
+    assert [line for line in (printed.out + printed.err).splitlines() if line.strip()] == [
+        f"UsageError: {outcome.error_in_exec}"
+    ]
+    assert "reviewer" not in ip.user_ns
+    assert ip.user_ns["legal_model"].requests == []  # nothing ran
+
+
+def test_the_transformer_leaves_other_cells_alone(ip):
+    from agentnb.notebook.magics import give_empty_body
+
+    assert ip.input_transformers_cleanup.count(give_empty_body) == 1  # loaded twice, added once
+    for lines in (["%%agentx a\n"], ["%%time\n"], ["x = 1\n"], ["%%agent a\n", "Hi.\n"]):
+        assert give_empty_body(lines) == lines
+    assert ip.transform_cell("%%capture\n") == ip.transform_cell("%%capture")
+
+
 def test_everything_the_magics_do_is_a_plain_call():
     from agentnb.notebook import define_agent, interpolate, run_live
 

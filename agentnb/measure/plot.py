@@ -32,13 +32,45 @@ COMPONENT_LABELS = {
 OUTCOME_COLORS = {"approved": "tab:green", "redo": "tab:orange"}
 
 
-def _figure(width: float = 7.0, height: float = 4.0, rows: int = 1) -> tuple[Figure, list[Axes]]:
+WIDTH = 8.5
+"""Inches. At the 100 dpi a notebook shows a figure at, 850 px: JupyterLab (about 900 px wide)
+shows it at its own size, so text is as large as the font sizes below say, never scaled down."""
+
+TITLE_SIZE, LABEL_SIZE, TEXT_SIZE = 13.0, 11.0, 10.0
+"""Points: titles, axis labels, and everything else (ticks, legends, notes); 10 pt is 14 px."""
+
+
+def _figure(height: float = 4.2, rows: int = 1, width: float = WIDTH) -> tuple[Figure, list[Axes]]:
     from matplotlib.figure import Figure
 
     show_in_ipython()
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
+    for ax in axes:
+        ax.tick_params(labelsize=TEXT_SIZE)
     return fig, list(axes)
+
+
+def _labels(ax: Axes, x: str | None, y: str | None, title: str | None = None) -> None:
+    if x is not None:
+        ax.set_xlabel(x, fontsize=LABEL_SIZE)
+    if y is not None:
+        ax.set_ylabel(y, fontsize=LABEL_SIZE)
+    if title:
+        ax.set_title(title, fontsize=TITLE_SIZE)
+
+
+def _legend_beside(ax: Axes, handles: Sequence[Any] | None = None, **kwargs: Any) -> None:
+    """The legend outside the axes, on the right, so it never covers what is drawn."""
+    if handles is not None:
+        kwargs["handles"] = handles
+    ax.legend(
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        borderaxespad=0.0,
+        fontsize=TEXT_SIZE,
+        **kwargs,
+    )
 
 
 def show_in_ipython(shell: Any = None) -> None:
@@ -116,11 +148,14 @@ def multiplier(
         raise UserError(f"multiplier() needs columns {x!r} and {y!r}: pass a cost_table(...)")
     keys = list(by) if by is not None else [k for k in table.attrs.get("params", []) if k != x]
     fits = linear_fit(table, x, [y], keys)
+    # The fit is labelled in characters, as the printed tables say it, when the table has them.
+    in_chars = y == "multiplier" and "chars_in" in table.columns
+    slopes = linear_fit(table, x, ["chars_in"], keys)["slope"] if in_chars else fits["slope"]
     fig, (ax,) = _figure()
     points = table.assign(_x=pd.to_numeric(table[x], errors="coerce"))
     points = points[points["_x"].notna()]
     groups = points.groupby(keys, sort=False, dropna=False) if keys else [((), points)]
-    for (name, part), (_, fit) in zip(groups, fits.iterrows()):
+    for (name, part), (_, fit), slope in zip(groups, fits.iterrows(), slopes):
         label = " ".join(str(v) for v in (name if isinstance(name, tuple) else (name,))) or y
         (dots,) = ax.plot(part["_x"], part[y], "o", label=label, gid=f"points:{label}")
         xs = [float(part["_x"].min()), float(part["_x"].max())]
@@ -132,22 +167,40 @@ def multiplier(
             color=dots.get_color(),
             alpha=0.6,
             gid=f"fit:{label}",
-            label=f"fit: {fit['slope']:+.2f} per {x}",
+            label=_fit_label(slope, in_chars, y, x),
         )
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, gid="baseline", label="baseline")
     _integer_ticks(ax)
-    ax.set_xlabel("sub-agents (k)" if x == "k" else x)
-    ax.set_ylabel("characters sent (x baseline)" if y == "multiplier" else y)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
+    _labels(
+        ax,
+        "sub-agents (k)" if x == "k" else x,
+        "characters sent (× the baseline)" if y == "multiplier" else y,
+        title,
+    )
+    _legend_beside(ax)
     return fig
 
 
-def timeline(*runs: Any, labels: Sequence[str] | None = None, title: str | None = None) -> Figure:
+def _fit_label(slope: float, in_chars: bool, y: str, x: str) -> str:
+    per = "sub-agent" if x == "k" else x
+    if in_chars:
+        return f"fit: {slope:+,.0f} characters per {per}"
+    return f"fit: {slope:+.2f} {y} per {per}"
+
+
+AGENT_ALPHA = 0.15
+"""The timeline's light shade: an agent's whole run, behind its solid model calls."""
+
+
+def timeline(
+    *runs: Any,
+    labels: Sequence[str] | None = None,
+    title: str | None = "When each agent worked and called its model",
+) -> Figure:
     """A Gantt chart of each run's spans: one row per agent (path), a bar per model call,
-    a light bar for each agent's whole run. Several runs (e.g. a parallel and a serial
-    review) are drawn one above the other on a shared time axis.
+    a light bar for each agent's whole run (the key under the chart says which is which).
+    Several runs (e.g. a parallel and a serial review) are drawn one above the other on a
+    shared time axis, each titled by its label.
 
     A run is a `RunResult`, a fan-out (``.results``: branches drawn together, on one clock),
     a `verify_loop` result (its rounds) or a list of results (one after another).
@@ -156,12 +209,12 @@ def timeline(*runs: Any, labels: Sequence[str] | None = None, title: str | None 
         raise UserError("timeline() needs at least one run")
     if labels is not None and len(labels) != len(runs):
         raise UserError(f"{len(labels)} labels for {len(runs)} runs")
-    fig, axes = _figure(8.0, 1.2 + 1.6 * len(runs), rows=len(runs))
+    fig, axes = _figure(1.9 + 1.7 * len(runs), rows=len(runs))
     for n, (run, ax) in enumerate(zip(runs, axes)):
         placed = _placed(run)
         rows = list(dict.fromkeys(s.path for s, _ in placed if s.kind in ("agent", "model_call")))
         colors = {p: f"C{i % 10}" for i, p in enumerate(rows)}
-        for kind, height, alpha in (("agent", 0.8, 0.15), ("model_call", 0.5, 1.0)):
+        for kind, height, alpha in (("agent", 0.8, AGENT_ALPHA), ("model_call", 0.5, 1.0)):
             for span, start in placed:
                 if span.kind == kind:
                     ax.barh(
@@ -175,12 +228,28 @@ def timeline(*runs: Any, labels: Sequence[str] | None = None, title: str | None 
                     )
         ax.set_yticks(range(len(rows)), rows)
         ax.invert_yaxis()
-        ax.set_ylabel("agent")
-        ax.set_title(labels[n] if labels is not None else _run_label(run), fontsize="medium")
-    axes[-1].set_xlabel("seconds since start")
+        ax.set_ylabel("agent", fontsize=LABEL_SIZE)
+        ax.set_title(labels[n] if labels is not None else _run_label(run), fontsize=LABEL_SIZE)
+    axes[-1].set_xlabel("time since the start (s)", fontsize=LABEL_SIZE)
     if title:
-        fig.suptitle(title)
+        fig.suptitle(title, fontsize=TITLE_SIZE)
+    fig.legend(
+        handles=_timeline_key(),
+        loc="outside lower center",
+        ncols=2,
+        fontsize=TEXT_SIZE,
+        frameon=False,
+    )
     return fig
+
+
+def _timeline_key() -> list[Any]:
+    from matplotlib.patches import Patch
+
+    return [
+        Patch(facecolor="grey", alpha=AGENT_ALPHA, label="agent at work (its whole run)"),
+        Patch(facecolor="grey", alpha=1.0, label="model call (one bar per call)"),
+    ]
 
 
 def _placed(run: Any) -> list[tuple[Any, float]]:
@@ -217,10 +286,14 @@ def _t0(trace: Any) -> float:
 
 def _run_label(run: Any) -> str:
     if isinstance(run, (list, tuple)):
-        return f"{len(run)} runs in sequence"
+        return f"{_count(len(run), 'run', 'runs')} in sequence"
     if hasattr(run, "results") and not hasattr(run, "trace"):
-        return f"{len(run.results)} branches in parallel"
+        return f"{_count(len(run.results), 'branch', 'branches')} in parallel"
     return f"run {getattr(run, 'run_id', '')}".strip()
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
 
 
 def verifier_rounds(rounds: Any, *, title: str | None = "Verifier rounds") -> Figure:
@@ -242,21 +315,21 @@ def verifier_rounds(rounds: Any, *, title: str | None = "Verifier rounds") -> Fi
             label=str(row["outcome"]),
         )
         note = "; ".join(row["problems"]) if row["problems"] else str(row["outcome"])
-        ax.annotate(note, (int(row["round"]), height), ha="center", va="bottom", fontsize="small")
+        ax.annotate(note, (int(row["round"]), height), ha="center", va="bottom", fontsize=TEXT_SIZE)
     ax.set_xticks(list(table["round"]), [f"round {int(r)}" for r in table["round"]])
-    ax.set_xlabel("round")
-    ax.set_ylabel("characters sent")
-    if title:
-        ax.set_title(title)
+    _labels(ax, "round of the writer–verifier cycle", "characters sent in the round", title)
     handles, names = ax.get_legend_handles_labels()
     unique = dict(zip(names, handles))
-    ax.legend(unique.values(), unique.keys(), fontsize="small")
+    _legend_beside(ax, list(unique.values()), labels=list(unique.keys()), title="verdict")
     ax.margins(y=0.15)
     return fig
 
 
 def cost_breakdown(
-    data: Any, by: str | Sequence[str] | None = None, *, title: str | None = "Why it costs"
+    data: Any,
+    by: str | Sequence[str] | None = None,
+    *,
+    title: str | None = "Why it costs: characters sent, by component",
 ) -> Figure:
     """Stacked bars: characters sent per configuration, split by component (`breakdown`)."""
     import pandas as pd
@@ -268,11 +341,13 @@ def cost_breakdown(
         else ([by] if isinstance(by, str) else list(by))
     )
     labels = config_labels(table, keys)
-    fig, (ax,) = _figure(max(7.0, 0.9 * len(table) + 4.5), 4.5)
+    fig, (ax,) = _figure(4.8)
     bottom = pd.Series(0.0, index=table.index)
     positions = list(range(len(table)))
     for i, column in enumerate(COMPONENT_COLUMNS):
         values = table[column].astype(float)
+        if not values.any():  # a component no configuration sent is left out of the legend too
+            continue
         ax.bar(
             positions,
             values,
@@ -282,11 +357,11 @@ def cost_breakdown(
             label=COMPONENT_LABELS[column],
         )
         bottom = bottom + values
-    ax.set_xticks(positions, labels, rotation=30, ha="right")
-    ax.set_ylabel("characters sent per run")
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.set_xticks(positions, labels, rotation=35, ha="right", rotation_mode="anchor")
+    _labels(ax, "configuration", "characters sent per run", title)
+    # Listed top to bottom as the components are stacked.
+    handles, names = ax.get_legend_handles_labels()
+    _legend_beside(ax, handles[::-1], labels=names[::-1], title="component")
     return fig
 
 
@@ -335,10 +410,7 @@ def latency(
                 gid=f"ttft:{name}",
             )
     _integer_ticks(ax)
-    ax.set_xlabel("branches" if x == "n" else x)
-    ax.set_ylabel("seconds")
+    _labels(ax, "branches (n)" if x == "n" else x, "wall time (s)", title)
     ax.set_ylim(bottom=0)
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
+    _legend_beside(ax)
     return fig

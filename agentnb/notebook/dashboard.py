@@ -9,10 +9,15 @@ PNG `Image` widgets: no dependence on the notebook's matplotlib backend.
 
 from __future__ import annotations
 
+import base64
+import html
 import io
 from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
+
+from ..trace.span_tree import plural
+from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -22,7 +27,7 @@ if TYPE_CHECKING:
     from ..runtime.result import RunResult
 
 
-class SweepDashboard(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+class SweepDashboard(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """``SweepDashboard(max_k=6)``: sliders for sub-agents and latency, the multiplier against
     the single-agent baseline, and the timeline of the selected run."""
 
@@ -44,15 +49,17 @@ class SweepDashboard(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
         )
         self.mode = widgets.Dropdown(options=list(COST_MODES), value=mode, description="clause")
         self.summary = widgets.HTML()
-        self.multiplier_image = widgets.Image(format="png", layout=widgets.Layout(width="48%"))
-        self.timeline_image = widgets.Image(format="png", layout=widgets.Layout(width="48%"))
+        # One under the other, each at its own size: side by side they would be scaled down.
+        self.multiplier_image = widgets.Image(format="png")
+        self.timeline_image = widgets.Image(format="png")
         self._sizes: dict[str, pd.DataFrame] = {}
         self.last_run: RunResult | None = None
         super().__init__(
             [
                 widgets.HBox([self.k, self.latency, self.mode]),
                 self.summary,
-                widgets.HBox([self.multiplier_image, self.timeline_image]),
+                self.multiplier_image,
+                self.timeline_image,
             ]
         )
         self.add_class("agentnb-dashboard")
@@ -104,8 +111,29 @@ class SweepDashboard(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyp
             plot.timeline(self.last_run, labels=[f"k={k}, {latency:g} s"])
         )
         self.summary.value = (
-            f"<b>{k} sub-agents</b> ({mode}): {self.last_run.chars_in:,} characters sent, "
+            f"<b>{plural(k, 'sub-agent')}</b> ({mode}): {self.last_run.chars_in:,} characters sent, "
             f"<b>{table['multiplier'][k]:.2f}×</b> the single agent's {table['chars_in'][0]:,}."
+        )
+        self.refresh_snapshot()
+
+    def snapshot_html(self) -> str:
+        """The settings, the summary and both figures as they stand, as static HTML."""
+        settings = (
+            f"sub-agents {self.k.value} · latency {self.latency.value:g} s · "
+            f"clause {html.escape(str(self.mode.value))}"
+        )
+        images = "".join(
+            f'<div><img alt="{alt}" src="data:image/png;base64,'
+            f'{base64.b64encode(image.value).decode()}"></div>'
+            for alt, image in (
+                ("characters sent against the single agent", self.multiplier_image),
+                ("timeline of the selected run", self.timeline_image),
+            )
+            if image.value
+        )
+        return (
+            f'<div class="agentnb-dashboard"><div>{settings}</div>'
+            f"<div>{self.summary.value}</div>{images}</div>"
         )
 
     def __repr__(self) -> str:
@@ -118,5 +146,5 @@ def _mode(value: str) -> CostMode:
 
 def _png(figure: Figure) -> bytes:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=80)
+    figure.savefig(buffer, format="png", dpi=100)
     return buffer.getvalue()

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..trace.span_tree import Node, build, count, describe, seconds, walk
+from ..trace.span_tree import Node, build, count, describe, plural, seconds, walk
 from ..trace.spans import Trace
+from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:
     from ..runtime.result import RunResult
@@ -30,7 +31,7 @@ SIZE_PARTS = (
 """The components of "characters sent", in the order `agentnb.trace.sizes` defines them."""
 
 
-class TraceExplorer(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
+class TraceExplorer(Snapshotted, widgets.HBox):  # type: ignore[misc]  # ipywidgets is untyped
     """Click a span to see its sizes: ``TraceExplorer(result)`` (a `RunResult` or a `Trace`)."""
 
     def __init__(self, result: RunResult | Trace) -> None:
@@ -65,6 +66,21 @@ class TraceExplorer(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untype
     def _show(self, span_id: str | None) -> None:
         node = self.nodes.get(span_id) if span_id else None
         self.detail.value = "<i>no spans</i>" if node is None else self.detail_html(node)
+        self.refresh_snapshot()
+
+    def snapshot_html(self) -> str:
+        """The span list (the selected span in bold) beside the selected span's numbers: what a
+        saved notebook shows without a kernel."""
+        items = "".join(
+            f"<div>{'<b>' if value == self.tree.value else ''}{html.escape(label)}"
+            f"{'</b>' if value == self.tree.value else ''}</div>"
+            for label, value in self.tree.options
+        )
+        return (
+            '<div class="agentnb-explorer" style="display:flex;gap:2em;align-items:flex-start">'
+            f'<div style="white-space:pre;font-family:var(--jp-code-font-family,monospace)">{items}</div>'
+            f"<div>{self.detail.value}</div></div>"
+        )
 
     def detail_html(self, node: Node) -> str:
         """What the explorer shows for one span."""
@@ -116,7 +132,7 @@ class TraceExplorer(widgets.HBox):  # type: ignore[misc]  # ipywidgets is untype
         return f'<table class="agentnb-span">{cells}</table>'
 
     def __repr__(self) -> str:
-        return f"TraceExplorer({len(self.nodes)} spans)"
+        return f"TraceExplorer({plural(len(self.nodes), 'span')})"
 
 
 def _label(node: Node) -> str:

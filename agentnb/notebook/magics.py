@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import keyword
+import re
 import shlex
 from typing import Any, NoReturn
 
@@ -152,10 +153,16 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent(self, line: str, cell: str) -> None:
-        """%%agent NAME [--model M] [--tools a,b] [--output TYPE] [--max-turns N] [--timeout S]
+        """``%%agent NAME [--model M] [--tools a,b] [--output TYPE] [--max-turns N] [--timeout S]``
 
         The cell body is the agent's instructions; the agent is bound to NAME."""
         args = parse(AGENT, line)
+        if not commands.strip_directives(cell):
+            raise UsageError(
+                f"%%agent {args.name}: the cell body is the agent's instructions, and it is "
+                f"empty; write them on the lines under the magic, e.g. "
+                f"'%%agent {args.name} --model my_model' then 'You review contract clauses.'"
+            )
         ns, hidden = self.namespace, self.hidden()
         model = resolve_model(
             args.model if args.model is not None else self.default_model, ns, hidden
@@ -179,7 +186,7 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent_run(self, line: str, cell: str) -> None:
-        """%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--no-stream]
+        """``%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--no-stream]``
 
         Runs agent NAME on the cell body ({identifier} interpolated from the namespace), with
         a live monitor, and displays the result; -o VAR stores the RunResult in VAR. --run-id
@@ -203,7 +210,9 @@ class AgentMagics(Magics):
             raise UsageError(f"%%agent_run: {_one_line(exc)}") from None
         if not text:
             raise UsageError(
-                "%%agent_run: the cell body is the input to the agent, and it is empty"
+                f"%%agent_run {args.name}: the cell body is the input to the agent, and it is "
+                f"empty; write it on the lines under the magic, e.g. "
+                f"'%%agent_run {args.name} -o result' then 'Review this clause: {{clause}}'"
             )
         timeout = args.timeout or commands.agent_timeout(agent) or self.timeout
         input: str | list[Message] = text
@@ -246,9 +255,24 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+_OUR_MAGIC_ALONE = re.compile(r"%%agent(_run)?(\s|$)")
+
+
+def give_empty_body(lines: list[str]) -> list[str]:
+    """An input transformer: a cell that is only a ``%%agent``/``%%agent_run`` line gets a blank
+    body. IPython refuses a cell magic with an empty body before the magic runs, with a
+    generic message; with a blank body the magic runs and says what its body is for."""
+    if len(lines) == 1 and _OUR_MAGIC_ALONE.match(lines[0]):
+        return [lines[0].rstrip("\n") + "\n", "\n"]
+    return lines
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics once: loading again (``%reload_ext``) reuses the same instance, so
     ``%config AgentMagics`` settings survive and nothing is registered twice."""
+    cleanup = ipython.input_transformers_cleanup
+    if give_empty_body not in cleanup:
+        cleanup.append(give_empty_body)
     existing = [c for c in ipython.configurables if type(c).__name__ == "AgentMagics"]
     if existing:
         ipython.register_magics(existing[0])

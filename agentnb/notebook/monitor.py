@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from ..trace.span_tree import count, plural
+from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:
     from ..runtime.events import Event
@@ -56,7 +57,7 @@ class AgentRow:
         return (self.ended if self.ended is not None else now) - self.started
 
 
-class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """Live progress of a run: ``display(monitor)`` then run with ``listeners=[monitor.listener]``
     (`agentnb.notebook.run_live` and ``%%agent_run`` do both). In a streamed run, give it the
     events too (`on_event`): each agent's row then shows the text its model is writing."""
@@ -190,6 +191,11 @@ class RunMonitor(widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
                     row.ended = row.ended or self._ended
                 row.activity = ""
         self.redraw()
+        self.refresh_snapshot()
+
+    def snapshot_html(self) -> str:
+        """The monitor's table as it stands (after `finish`, the run's outcome)."""
+        return f'<div class="agentnb-monitor">{self._view.value}</div>'
 
     def redraw(self) -> None:
         with self._lock:

@@ -26,7 +26,15 @@ if TYPE_CHECKING:
 LATENCY_REGEX = r"\d+\.\d{3} s\b"
 """Every duration agentnb's displays print matches this (and nothing else they print does)."""
 
-SANITIZE_RULES: tuple[tuple[str, str], ...] = ((LATENCY_REGEX, "0.000 s"),)
+SNAPSHOT_REGEX = r"(?s)<!-- agentnb snapshot -->.*?<!-- /agentnb snapshot -->"
+"""One static snapshot of a notebook widget's state (`agentnb.notebook`'s widgets put it beside
+their view), markers included: nbval sees a widget's first display, the saved notebook its last,
+so the sanitize file reduces each to its marker."""
+
+SANITIZE_RULES: tuple[tuple[str, str], ...] = (
+    (LATENCY_REGEX, "0.000 s"),
+    (SNAPSHOT_REGEX, "<!-- agentnb snapshot -->"),
+)
 """``(regex, replacement)`` pairs for nbval's ``--nbval-sanitize-with`` file."""
 
 _CSS = """<style>
@@ -293,7 +301,7 @@ def _elapsed(spans: Sequence[Span]) -> float | None:
 def _head(result: RunResult, spans: Sequence[Span]) -> tuple[bool, str, str]:
     agent = result.last_agent.name if result.last_agent is not None else "?"
     verdict = f"{agent} answered" if result.ok else f"{agent} did not finish"
-    facts = f"{result.model_calls:,} model calls · {result.chars_in:,} chars sent"
+    facts = f"{plural(result.model_calls, 'model call')} · {result.chars_in:,} chars sent"
     return result.ok, f"{'✔' if result.ok else '✘'} {verdict} · {facts}", seconds(_elapsed(spans))
 
 

@@ -94,7 +94,7 @@ def describe(node: Node) -> str:
     if s.kind == "model_call":
         turn = s.attrs.get("turn")
         retries = s.attrs.get("retries") or 0
-        extra = f" · {retries} retries" if retries else ""
+        extra = f" · {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
         return (
             f"model call{f' {turn}' if turn else ''} ({s.name}) · "
             f"{count(node.chars_in)} chars in → {count(node.chars_out)} out · "

@@ -1,0 +1,33 @@
+"""The repository URL is written once, in pyproject.toml's ``[project.urls] Repository``; the
+README's binder badge and the docs site's ``repo_url`` must agree with it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def repository() -> str:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    url: str = config["project"]["urls"]["Repository"]
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url), url
+    return url
+
+
+def test_the_binder_badge_launches_the_repository_of_pyproject() -> None:
+    owner_repo = repository().removeprefix("https://github.com/")
+    badges = re.findall(
+        r"https://mybinder\.org/v2/gh/([\w.-]+/[\w.-]+)/", (ROOT / "README.md").read_text()
+    )
+    assert badges, "the README has no binder badge"
+    assert set(badges) == {owner_repo}
+
+
+def test_the_docs_site_links_the_same_repository() -> None:
+    site = (ROOT / "mkdocs.yml").read_text()
+    assert f"repo_url: {repository()}\n" in site
