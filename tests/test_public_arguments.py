@@ -7,9 +7,11 @@ run that starts and fails later. Numbers given as strings or bools are refused.
 from __future__ import annotations
 
 import dataclasses
+import atexit
 import inspect
 import math
 import os
+import shutil
 import tempfile
 from typing import Any
 
@@ -129,6 +131,7 @@ def test_parallel_options(option: str, value: Any) -> None:
 
 _SCRATCH = tempfile.mkdtemp(prefix="agentnb-arguments-")
 """Where record/replay given a generated path may write: never the repository."""
+atexit.register(shutil.rmtree, _SCRATCH, ignore_errors=True)
 
 
 def _fn(x: int) -> int:
