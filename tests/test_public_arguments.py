@@ -6,8 +6,8 @@ run that starts and fails later. Numbers given as strings or bools are refused.
 
 from __future__ import annotations
 
-import dataclasses
 import atexit
+import dataclasses
 import inspect
 import math
 import os
