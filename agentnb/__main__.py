@@ -16,9 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
+from .words import plural
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,11 +61,11 @@ def _notebooks(dest: Path, force: bool) -> int:
     notebooks = sum(1 for p in copied if p.suffix == ".ipynb")
     if copied:
         others = len(copied) - notebooks
-        also = f" and {_plural(others, 'recording file')}" if others else ""
-        print(f"Copied {_plural(notebooks, 'notebook')}{also} into {dest}.")
+        also = f" and {plural(others, 'recording file')}" if others else ""
+        print(f"Copied {plural(notebooks, 'notebook')}{also} into {dest}.")
     if kept:
         print(
-            f"Kept {_plural(len(kept), 'file')} already in {dest} as they are "
+            f"Kept {plural(len(kept), 'file')} already in {dest} as they are "
             "(--force overwrites them): " + ", ".join(str(p) for p in kept)
         )
     print("Open them with:")

@@ -89,6 +89,33 @@ def test_the_explorer_and_the_dashboard_carry_their_state_as_html(shell, dummy_c
     assert last.data["text/html"].count('src="data:image/png;base64,') == 2
 
 
+def test_an_approval_prompt_output_ends_with_its_decision(shell, dummy_comm):
+    from agentnb.notebook.approval_widget import ApprovalPrompt, _show
+    from agentnb.runtime.approval import PendingCall
+
+    pending = PendingCall(
+        run_id="r1",
+        caller="boss",
+        agent="legal",
+        tool="legal",
+        path="boss/legal",
+        input="review clause 7",
+        artifacts={"clause": "The supplier may terminate."},
+    )
+    prompt = ApprovalPrompt(pending)
+    with capture_output() as captured:
+        _show(prompt.widget)
+        prompt.decide(False, "not on Fridays")
+
+    first, last = captured.outputs[0], captured.outputs[-1]
+    assert VIEW in first.data
+    waiting = snapshot_text(first.data)
+    assert "boss" in waiting and "review clause 7" in waiting and "clause" in waiting
+    assert "Waiting for a decision" in waiting
+    assert last.update and last.transient["display_id"] == first.transient["display_id"]
+    assert "Rejected: not on Fridays" in snapshot_text(last.data)
+
+
 def test_nbval_compares_snapshots_as_their_marker_only():
     """nbval sees a widget's first display, the saved notebook its last one: the shipped
     sanitize file makes them equal, as it already ignores the widget view."""

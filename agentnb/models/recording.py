@@ -31,6 +31,7 @@ from typing import Any
 
 from .. import errors
 from ..errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
+from ..words import plural
 from . import checks
 from ._recording_file import (
     FORMAT_VERSION,
@@ -129,7 +130,7 @@ class Recorder:
             self.calls += 1
 
     def __repr__(self) -> str:
-        return f"Recorder({self.model!r} -> {str(self.path)!r}, {self.calls} calls)"
+        return f"Recorder({self.model!r} -> {str(self.path)!r}, {plural(self.calls, 'call')})"
 
     def __getstate__(self) -> dict[str, Any]:
         return _without_lock(self)
@@ -254,7 +255,7 @@ class Replay:
 
     def __repr__(self) -> str:
         used = len(self._entries) - self.remaining
-        return f"Replay({str(self.path)!r}, {used} of {len(self._entries)} calls used)"
+        return f"Replay({str(self.path)!r}, {used:,} of {plural(len(self._entries), 'call')} used)"
 
     def __getstate__(self) -> dict[str, Any]:
         return _without_lock(self)

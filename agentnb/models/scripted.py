@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ScriptExhausted, UserError
+from ..words import plural
 from . import checks
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
@@ -199,8 +200,8 @@ class ScriptedModel(_RecordingModel):
         yield response
 
     def __repr__(self) -> str:
-        size = "callable" if self._fn is not None else f"{len(self._steps)} steps"
-        return f"ScriptedModel({size}, received {len(self.requests)} requests)"
+        size = "callable" if self._fn is not None else plural(len(self._steps), "step")
+        return f"ScriptedModel({size}, received {plural(len(self.requests), 'request')})"
 
 
 class FunctionModel(_RecordingModel):
@@ -227,7 +228,7 @@ class FunctionModel(_RecordingModel):
         return to_response(step)
 
     def __repr__(self) -> str:
-        return f"FunctionModel({self.name}, received {len(self.requests)} requests)"
+        return f"FunctionModel({self.name}, received {plural(len(self.requests), 'request')})"
 
 
 def usage(input_tokens: int | None = None, output_tokens: int | None = None) -> Usage:

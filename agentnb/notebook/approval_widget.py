@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import html
 from typing import Any
 
 from ..errors import NoApprover
 from ..runtime import approval, main_thread_blocked
 from ..runtime.approval import Approval, Approver, PendingCall
+from ._snapshot import Snapshotted
 
 PREVIEW_CHARS = 4_000
 """How much of a long input or document the prompt shows."""
@@ -72,7 +74,21 @@ class ApprovalPrompt:
         if documents:
             parts.append(self.artifacts)
         parts += [self.reason, w.HBox([self.approve_button, self.reject_button]), self.status]
-        self.widget = w.VBox(parts)
+        self.widget = _prompt_box()(parts)
+        self.widget.prompt = self
+
+    def snapshot_html(self) -> str:
+        """The request and its decision as static HTML, for a saved notebook."""
+        decision = self.status.value or "<i>Waiting for a decision.</i>"
+        return (
+            f"<div>{self.header.value}</div>"
+            f"<pre>{html.escape(self.input.value)}</pre>"
+            + "".join(
+                f"<div>document <code>{html.escape(handle)}</code>, {len(text):,} characters</div>"
+                for handle, text in self.pending.artifacts.items()
+            )
+            + f"<div>{decision}</div>"
+        )
 
     def decide(self, approved: bool, reason: str | None = None) -> None:
         """Approve or reject (the buttons call this; the first decision wins)."""
@@ -87,6 +103,7 @@ class ApprovalPrompt:
         for control in (self.approve_button, self.reject_button, self.reason):
             control.disabled = True
         self.status.value = f"<i>{html.escape(status)}</i>"
+        self.widget.refresh_snapshot()
 
     async def wait(self) -> Approval:
         """The decision, awaited on whatever event loop the run uses."""
@@ -100,6 +117,21 @@ class ApprovalPrompt:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+@functools.cache
+def _prompt_box() -> type[Any]:
+    """The prompt's box: a VBox whose outputs carry the prompt's snapshot (built on first use,
+    so that loading this module does not load ipywidgets)."""
+    import ipywidgets as w
+
+    class ApprovalBox(Snapshotted, w.VBox):  # type: ignore[misc]  # ipywidgets is untyped
+        prompt: ApprovalPrompt | None = None
+
+        def snapshot_html(self) -> str:
+            return "" if self.prompt is None else self.prompt.snapshot_html()
+
+    return ApprovalBox
 
 
 def _preview(text: str) -> str:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import ipywidgets as widgets
 
-from ..trace.span_tree import plural
+from ..words import plural
 from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..trace.span_tree import Node, build, count, describe, plural, seconds, walk
+from ..trace.span_tree import Node, build, count, describe, seconds, walk
 from ..trace.spans import Trace
+from ..words import plural
 from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..trace.span_tree import count, plural
+from ..trace.span_tree import count
+from ..words import plural
 from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:

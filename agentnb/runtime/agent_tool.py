@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.types import Message
+from ..words import plural
 from .approval import check_approval, check_needs_approval
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
@@ -87,7 +88,7 @@ class _Admitted(NamedTuple):
 _FAILURES: tuple[tuple[type[BaseException], str, str], ...] = (
     (DeadlinePassed, "timeout", "{tool} did not answer within {timeout:g} s."),
     (BudgetExceeded, "error", "{tool} stopped: {error}"),
-    (MaxTurnsExceeded, "error", "{tool} stopped after {turns} turns without a final answer."),
+    (MaxTurnsExceeded, "error", "{tool} stopped after {turns} without a final answer."),
     (Exception, "error", "{tool} failed: {kind}: {error}"),
 )
 """A sub-agent's failure -> ``(span status, text its caller reads)``: the first row whose
@@ -329,7 +330,7 @@ class AgentTool(BaseTool):
                 text = template.format(
                     tool=self.name,
                     timeout=self.timeout or 0,
-                    turns=state.turns,
+                    turns=plural(state.turns, "turn"),
                     kind=type(exc).__name__,
                     error=exc,
                 )
@@ -374,7 +375,7 @@ class AgentTool(BaseTool):
         budget = limits.max_model_calls
         if budget is not None and ctx.model_calls >= budget:
             raise BudgetExceeded(
-                f"Model-call budget exhausted before calling {path}: {ctx.model_calls} calls made, "
+                f"Model-call budget exhausted before calling {path}: {plural(ctx.model_calls, 'call')} made, "
                 f"Limits(max_model_calls={budget}) allows {budget}."
             )
         return None

@@ -30,6 +30,7 @@ from ..models.settings import ModelSettings, check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
 from ..trace.spans import Listener, Span
+from ..words import plural
 from ._tasks import run_concurrently
 from .agent import Agent
 from .approval import Approver
@@ -438,7 +439,7 @@ async def call_model(
     limit = ctx.limits.max_model_calls
     if limit is not None and ctx.model_calls >= limit:
         raise BudgetExceeded(
-            f"Model-call budget exhausted at {state.path}: {ctx.model_calls} calls made, "
+            f"Model-call budget exhausted at {state.path}: {plural(ctx.model_calls, 'call')} made, "
             f"Limits(max_model_calls={limit}) allows {limit}."
         )
     ctx.model_calls += 1

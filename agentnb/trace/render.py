@@ -16,8 +16,9 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..words import plural
 from .calls import CallRow
-from .span_tree import Node, build, count, describe, plural, seconds, walk
+from .span_tree import Node, build, count, describe, seconds, walk
 from .spans import Span
 
 if TYPE_CHECKING:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ..words import plural
 from .spans import Span
 
 
@@ -75,10 +76,6 @@ def seconds(value: float | None) -> str:
 
 def count(value: int | None) -> str:
     return "–" if value is None else f"{value:,}"
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
 def _tokens(node: Node) -> str:
