@@ -15,7 +15,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from ._http import Failure
-from ._openai_wire import WEAKER, StructuredMode, request_to_wire, response_from_wire
+from ._openai_wire import StructuredMode, request_to_wire, response_from_wire, weaker_mode
 from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse
@@ -138,18 +138,10 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
                 usage_asked = {}  # a server that does not know it: stream without usage
                 events.append({"event": "stream_options_dropped", "status": failed.status})
                 return True
-            weaker = WEAKER.get(mode or "") if model.structured == "auto" else None
-            if failed.status not in (400, 422) or weaker is None:
+            message = model._slots.scrub(failed.message)
+            weaker = weaker_mode(model.structured, mode, failed.status, message, events)
+            if weaker is None:
                 return False
-            events.append(
-                {
-                    "event": "structured_fallback",
-                    "from": mode,
-                    "to": weaker,
-                    "status": failed.status,
-                    "message": model._slots.scrub(failed.message)[:200],
-                }
-            )
             mode = weaker
             return True
 

@@ -22,6 +22,31 @@ StructuredMode = Literal["json_schema", "json_object", "prompt"]
 WEAKER: dict[str, StructuredMode] = {"json_schema": "json_object", "json_object": "prompt"}
 
 
+def weaker_mode(
+    structured: str,
+    mode: StructuredMode | None,
+    status: int | None,
+    message: str,
+    events: list[dict[str, Any]],
+) -> StructuredMode | None:
+    """With ``structured="auto"``, the next weaker way to ask for structured output after a
+    server refused ``mode`` (a 400 or 422), recorded in ``events``; None: nothing weaker to try.
+    ``message`` is what the server said, already scrubbed of the key."""
+    weaker = WEAKER.get(mode or "") if structured == "auto" else None
+    if status not in (400, 422) or weaker is None:
+        return None
+    events.append(
+        {
+            "event": "structured_fallback",
+            "from": mode,
+            "to": weaker,
+            "status": status,
+            "message": message[:200],
+        }
+    )
+    return weaker
+
+
 def schema_instruction(schema: OutputSchema) -> str:
     """What the system prompt says when the server cannot be given the schema directly."""
     text = json.dumps(schema.schema, ensure_ascii=False, separators=(",", ":"))

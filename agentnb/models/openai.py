@@ -28,11 +28,11 @@ from . import checks
 from ._http import Backoff, Failure
 from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
 from ._openai_wire import (
-    WEAKER,
     MalformedReply,
     StructuredMode,
     request_to_wire,
     response_from_wire,
+    weaker_mode,
 )
 from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
@@ -148,18 +148,10 @@ class OpenAIModel(HTTPModel):
             def fallback(failed: Failure) -> bool:
                 # "auto": a server that rejects the schema gets the next weaker request.
                 nonlocal mode
-                weaker = WEAKER.get(mode or "") if self.structured == "auto" else None
-                if failed.status not in (400, 422) or weaker is None:
+                message = self._slots.scrub(failed.message)
+                weaker = weaker_mode(self.structured, mode, failed.status, message, events)
+                if weaker is None:
                     return False
-                events.append(
-                    {
-                        "event": "structured_fallback",
-                        "from": mode,
-                        "to": weaker,
-                        "status": failed.status,
-                        "message": self._slots.scrub(failed.message)[:200],
-                    }
-                )
                 mode = weaker
                 return True
 
