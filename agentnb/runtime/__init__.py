@@ -22,7 +22,8 @@ from .result import RunResult
 from .runner import run
 from .streaming import RunStream, run_streamed, stream_sync
 from .team import TeamTool, team
-from .tools import Tool, ToolCallContext, tool
+from .tool_context import ToolCallContext
+from .tools import Tool, tool
 from .transfer import Transfer
 
 __all__ = [

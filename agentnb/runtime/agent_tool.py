@@ -35,16 +35,10 @@ from .deadline import DeadlinePassed, within
 from .result import RunResult
 from .runner import agent_loop
 from .state import AgentRun
+from .tool_context import ToolCallContext
 from .tool_guardrails import check_tool_guardrails
-from .tools import (
-    DEFAULT_MAX_RESULT_CHARS,
-    BaseTool,
-    ToolCallContext,
-    brief_errors,
-    clean_schema,
-    result_text,
-    truncate,
-)
+from .tool_schema import clean_schema
+from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, brief_errors, result_text, truncate
 
 if TYPE_CHECKING:
     from .agent import Agent

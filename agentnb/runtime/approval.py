@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from ..errors import NoApprover, UserError
 from ..models import checks
-from .tools import BaseTool, ToolCallContext
+from .tool_context import ToolCallContext
+from .tools import BaseTool
 
 if TYPE_CHECKING:
     from .agent_tool import AgentTool

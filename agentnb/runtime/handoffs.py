@@ -30,7 +30,9 @@ from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
 from .handoff_filters import HistoryFilter, last_messages
-from .tools import BaseTool, ToolCallContext, brief_errors, clean_schema
+from .tool_context import ToolCallContext
+from .tool_schema import clean_schema
+from .tools import BaseTool, brief_errors
 from .transfer import Transfer
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..errors import UserError
 from ..models.types import OutputSchema
-from .tools import clean_schema
+from .tool_schema import clean_schema
 
 WRAPPER = "response"
 """The one field a non-object output type is wrapped in."""

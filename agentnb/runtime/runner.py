@@ -47,8 +47,9 @@ from .prompt import section_sizes
 from .result import RunResult
 from .settings import after_tool_calls, stopping_call, turn_settings
 from .state import AgentRun
+from .tool_context import ToolCallContext
 from .tool_guardrails import invoke_checked
-from .tools import BaseTool, ToolCallContext
+from .tools import BaseTool
 from .transfer import Transfer
 
 

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..models import checks
 from .agent_tool import AgentTool
+from .tool_context import ToolCallContext
 from .tool_guardrails import invoke_checked
-from .tools import BaseTool, ToolCallContext
+from .tools import BaseTool
 
 if TYPE_CHECKING:
     from .agent import Agent

@@ -20,7 +20,8 @@ from typing import Any, Literal, Union
 
 from ..errors import GuardrailTripped, UserError
 from ..models import checks
-from .tools import BaseTool, ToolCallContext
+from .tool_context import ToolCallContext
+from .tools import BaseTool
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,36 +13,21 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, PydanticUserError, ValidationError, create_model
+from pydantic import BaseModel, PydanticUserError, ValidationError
 
 from ..errors import UserError
 from ..models import checks
 from ..models.types import ToolSpec
+from .tool_context import ToolCallContext
+from .tool_schema import arguments_model, clean_schema, json_safe, parse_docstring
 from .transfer import Transfer
 
 if TYPE_CHECKING:
-    from ..trace.spans import Span
-    from .context import RunContext
-    from .state import AgentRun
+    pass
 
 DEFAULT_MAX_RESULT_CHARS = 20_000
-
-
-@dataclass(slots=True)
-class ToolCallContext:
-    """What a tool that asks for it (a parameter annotated ``ToolCallContext``) receives."""
-
-    run: RunContext
-    """The `RunContext` of the run: run id, depth, path, artifacts, ``deps``."""
-    span: Span
-    """The tool call's `Span` in the trace."""
-    call_id: str
-    caller: AgentRun
-    """The calling agent's `AgentRun`: its history, depth and path."""
-    status: str = "ok"
-    """A tool may set this (``error``, ``timeout``, ``refused``) for the trace."""
 
 
 @dataclass(eq=False)
@@ -311,7 +296,7 @@ def function_tool(
     summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
     text = description or summary
     try:
-        args_model, context_param = _args_model(fn, tool_name, arg_docs)
+        args_model, context_param = arguments_model(fn, tool_name, arg_docs)
         schema = clean_schema(args_model.model_json_schema())
     except PydanticUserError as exc:  # a type pydantic cannot describe
         first_line = str(exc).splitlines()[0]
@@ -319,7 +304,7 @@ def function_tool(
             f"Tool {tool_name!r}: its parameters cannot be described as a JSON schema ({first_line}). "
             "Annotate each parameter with a type pydantic knows (str, int, a BaseModel, ...)."
         ) from None
-    json_args = args_model if _json_safe(args_model) else None
+    json_args = args_model if json_safe(args_model) else None
     return Tool(
         tool_name,
         text,
@@ -333,115 +318,3 @@ def function_tool(
         output_guardrails=guards[1],
         needs_approval=needs_approval,
     )
-
-
-_JSON_SAFE_TYPES = (str, int, bool)
-
-
-def _json_safe(model: type[BaseModel]) -> bool:
-    """Whether validating ``model`` from JSON text gives what validating ``json.loads`` of it
-    gives: true when every field is a plain str, int or bool. Not for float (a 400-digit number
-    becomes inf from JSON text but is an error from a Python int), nor for richer types."""
-    return all(
-        f.annotation in _JSON_SAFE_TYPES and not f.metadata
-        for f in model.__pydantic_fields__.values()
-    )
-
-
-def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
-    """A docstring's first paragraph, and each parameter's description from its Google-,
-    NumPy- or Sphinx-style parameter section (parsed by ``docstring_parser``)."""
-    import docstring_parser
-
-    paragraphs = doc.split("\n\n")
-    first = paragraphs[0] if paragraphs else ""
-    section = re.match(r"\s*(Args|Arguments|Parameters|Params|:param)\b", first)
-    summary = "" if section else " ".join(first.split())
-    try:
-        parsed = docstring_parser.parse(doc)
-    except docstring_parser.ParseError:
-        return summary, {}
-    args = {p.arg_name: " ".join(p.description.split()) for p in parsed.params if p.description}
-    return summary, args
-
-
-def _args_model(
-    fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]
-) -> tuple[type[BaseModel], str | None]:
-    from pydantic import Field
-
-    hints = _type_hints(fn)
-    fields: dict[str, Any] = {}
-    context_param = None
-    for pname, param in inspect.signature(fn).parameters.items():
-        annotation = hints.get(pname, param.annotation)
-        if annotation is ToolCallContext:
-            context_param = pname
-            continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise UserError(
-                f"Tool {tool_name!r}: *args and **kwargs cannot be described to a model; name each parameter."
-            )
-        if param.kind == param.POSITIONAL_ONLY:
-            raise UserError(
-                f"Tool {tool_name!r}: parameter {pname!r} is positional-only, but a model's "
-                "arguments arrive by name; drop the '/' from the signature."
-            )
-        if annotation is inspect.Parameter.empty:
-            annotation = Any
-        elif isinstance(annotation, str):
-            raise UserError(
-                f"Tool {tool_name!r}: the type {annotation!r} of parameter {pname!r} cannot be resolved "
-                "(a type defined inside a function, under `from __future__ import annotations`?). "
-                "Define it at module level."
-            )
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        described = arg_docs.get(pname)
-        if get_origin(annotation) is Annotated:  # Annotated[T, "text"] describes the parameter
-            base, *metadata = get_args(annotation)
-            texts = [m for m in metadata if isinstance(m, str)]
-            if texts:
-                described = texts[0]
-                kept = [m for m in metadata if not isinstance(m, str)]
-                annotation = Annotated[tuple([base, *kept])] if kept else base
-        if described is None:
-            fields[pname] = (annotation, default)  # a Field(description=...) in Annotated stays
-        else:
-            fields[pname] = (annotation, Field(default, description=described))
-    model = create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
-    return model, context_param
-
-
-def _type_hints(fn: Callable[..., Any]) -> dict[str, Any]:
-    """The resolved annotations; when one cannot be resolved (a type local to a function under
-    ``from __future__ import annotations``), the others still are, one by one."""
-    try:
-        return get_type_hints(fn, include_extras=True)  # keep Annotated: it may describe
-    except Exception:
-        pass
-    hints: dict[str, Any] = {}
-    namespace = getattr(fn, "__globals__", {})
-    for pname, annotation in getattr(fn, "__annotations__", {}).items():
-        if isinstance(annotation, str):
-            try:
-                annotation = eval(annotation, namespace)  # what get_type_hints does, per name
-            except Exception:
-                pass
-        hints[pname] = annotation
-    return hints
-
-
-def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop pydantic's titles: they repeat the names and are resent on every turn."""
-
-    def clean(node: Any) -> Any:
-        if isinstance(node, dict):
-            return {k: clean(v) for k, v in node.items() if k != "title" or not isinstance(v, str)}
-        if isinstance(node, list):
-            return [clean(v) for v in node]
-        return node
-
-    out: dict[str, Any] = clean(schema)
-    out.pop("additionalProperties", None)
-    out.pop("description", None)  # a model's docstring: the tool's description says it already
-    return out
