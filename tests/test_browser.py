@@ -145,6 +145,10 @@ def test_magics_and_widgets_render_in_a_real_browser(voila_url: str) -> None:
 
 LAB_NOTEBOOKS = ("01_quickstart.ipynb", "04_cost_multipliers.ipynb")
 NOTEBOOKS_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+QUICKSTART_ANSWER = (  # the reviewer's final reply in notebook 01, as its model streams it
+    '{"verdict":"needs_changes","reason":"A promise of 100% availability is an obligation no '
+    'supplier can keep.","quote":"guarantees 100% availability of the service"}'
+)
 
 KERNEL_IDLE = """() => {
   const panel = window.jupyterapp?.shell?.currentWidget;
@@ -159,15 +163,21 @@ ALL_RAN = """() => {
 }"""
 
 SEE_WIDGETS = """() => {
-  // Which agentnb widgets were ever drawn, even one that a cell closes when it is done.
+  // Which agentnb widgets were ever drawn, even one that a cell closes when it is done, and
+  // each distinct text the monitor showed as a model's answer streamed in, in order.
   window.agentnbWidgetsSeen = new Set();
+  window.agentnbStreamTexts = [];
   new MutationObserver(() => {
     for (const el of document.querySelectorAll('.jupyter-widgets')) {
       for (const name of el.classList) {
         if (name.startsWith('agentnb-')) window.agentnbWidgetsSeen.add(name);
       }
     }
-  }).observe(document.body, {subtree: true, childList: true});
+    for (const el of document.querySelectorAll('.agentnb-monitor .agentnb-monitor-text')) {
+      const text = el.innerText;
+      if (text && !window.agentnbStreamTexts.includes(text)) window.agentnbStreamTexts.push(text);
+    }
+  }).observe(document.body, {subtree: true, childList: true, characterData: true});
 }"""
 
 OUTPUTS = """() => {
@@ -292,6 +302,13 @@ def test_notebooks_01_and_04_run_clean_in_jupyterlab(lab_url: str, tmp_path: Pat
             # The live monitor rendered as a widget while the run streamed; the result then took
             # its place (a streamed %%agent_run closes the monitor).
             assert "agentnb-monitor" in page.evaluate("() => [...window.agentnbWidgetsSeen]")
+            # The answer was written into the cell in pieces: the monitor showed it growing,
+            # each text the start of the next, up to the whole answer.
+            texts = page.evaluate("() => window.agentnbStreamTexts")
+            assert len(texts) >= 2, texts
+            assert texts[-1] == QUICKSTART_ANSWER, texts
+            for earlier, later in zip(texts, texts[1:], strict=False):
+                assert len(earlier) < len(later) and later.startswith(earlier), texts
             result = page.locator(".agentnb-result").first
             result.scroll_into_view_if_needed()
             assert "reviewer answered · 2 model calls" in result.inner_text()
