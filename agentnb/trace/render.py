@@ -14,15 +14,44 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..words import plural
 from .calls import CallRow
 from .span_tree import Node, build, count, describe, seconds, walk
-from .spans import Span
+from .spans import Span, Trace
 
-if TYPE_CHECKING:
-    from ..runtime.result import RunResult
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class RunResult(Protocol):
+    """What rendering reads of a run: `agentnb.RunResult` has it. Declared here so that this
+    layer names no type of the runtime above it."""
+
+    @property
+    def output(self) -> Any: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def error(self) -> BaseException | None: ...
+    @property
+    def partial(self) -> str | None: ...
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def trace(self) -> Trace: ...
+    @property
+    def last_agent(self) -> _Named | None: ...
+    @property
+    def model_calls(self) -> int: ...
+    @property
+    def chars_in(self) -> int: ...
+    @property
+    def final_text(self) -> str: ...
+
 
 LATENCY_REGEX = r"\d+\.\d{3} s\b"
 """Every duration agentnb's displays print matches this (and nothing else they print does)."""
