@@ -153,9 +153,8 @@ def test_a_streamed_run_shows_each_agent_s_text_in_the_monitor(dummy_comm):
         monitor.on_event(event)
     monitor.finish(event.result)
 
-    assert monitor.text_of("coord/expert0") == "finding 0"
-    assert monitor.text_of("coord/expert1") == "finding 1"
-    assert monitor.text_of("coord") == "all checked"
+    texts = {path: row.text for path, row in monitor.rows.items()}
+    assert texts == {"coord": "all checked", "coord/expert0": "finding 0", "coord/expert1": "finding 1"}
     html = monitor.render(0.0)
     assert "coord/expert1:</span> finding 1</td>" in html and '">all checked</td>' in html
 

@@ -49,8 +49,6 @@ ANTHROPIC_MINIMUM: dict[str, int] = {
 (Claude Sonnet 4 and 4.5, Opus 4 and 4.1, Sonnet 3.7). See docs/caching.md for the source."""
 ANTHROPIC_DEFAULT_MINIMUM = 1024
 
-ESTIMATE_COLUMNS = ("tokens_in_cached_est", "tokens_in_cache_write_est")
-
 
 def cache_estimate(
     data: Any,

@@ -9,7 +9,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from IPython.core.error import UsageError
-from pydantic import BaseModel
 
 from ..errors import UserError
 from ..models.registry import providers
@@ -41,10 +40,6 @@ def is_tool(value: Any) -> bool:
     if isinstance(value, (Agent, BaseTool)):
         return True
     return inspect.isfunction(value) or inspect.iscoroutinefunction(value)
-
-
-def is_pydantic(value: Any) -> bool:
-    return isinstance(value, type) and issubclass(value, BaseModel)
 
 
 def resolve_model(spec: str | None, ns: Mapping[str, Any], hidden: set[str]) -> Any:

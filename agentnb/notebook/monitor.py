@@ -70,7 +70,6 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
         self.rows: dict[str, AgentRow] = {}
         self.state = "waiting"
         self.error: str | None = None
-        self.redraws = 0
         self._started: float | None = None
         self._ended: float | None = None
         self._lock = threading.RLock()
@@ -201,7 +200,6 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
     def redraw(self) -> None:
         with self._lock:
             self._last_draw = time.perf_counter()
-            self.redraws += 1
             self._view.value = self.render(self._last_draw)
 
     def render(self, now: float) -> str:
@@ -249,12 +247,6 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
                 }
                 for r in self.rows.values()
             ]
-
-    def text_of(self, path: str) -> str:
-        """The text shown for the agent at ``path`` (what its model last wrote, streamed)."""
-        with self._lock:
-            row = self.rows.get(path)
-            return row.text if row is not None else ""
 
     def close(self) -> None:
         """Remove the monitor and its view from the front end."""
