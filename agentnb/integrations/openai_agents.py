@@ -30,6 +30,7 @@ from ..errors import UserError
 from ..runtime.result import RunResult
 from ..trace.spans import Span, Trace
 from . import _sdk_patch
+from ._capture import CaptureBlock
 from ._rows import reported_usage
 
 try:
@@ -49,7 +50,7 @@ COUNTS = ("agentnb", "article")
 _CAPTURE: ContextVar[Capture | None] = ContextVar("agentnb_oa_capture", default=None)
 
 
-class Capture:
+class Capture(CaptureBlock):
     """What `capture` yields: the runs made inside it, as agentnb results.
 
     ``count="agentnb"`` measures each call with agentnb's canonical JSON and components;
@@ -111,24 +112,13 @@ class Capture:
             self._token = None
         _sdk_patch.uninstall()
 
-    async def __aenter__(self) -> Capture:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(kind, error, tb)
-
     def __repr__(self) -> str:
         calls = sum(run.model_calls for run in self.runs)
         chars = sum(run.chars_in for run in self.runs)
         return f"Capture(count={self.count!r}, runs={len(self.runs)}, model_calls={calls}, chars_in={chars:,})"
 
-    def _repr_html_(self) -> str:
-        return "".join(run._repr_html_() for run in self.runs) or f"<pre>{self!r}</pre>"
+    def empty_html(self) -> str:
+        return f"<pre>{self!r}</pre>"
 
     def _new_run(self, agent: Any) -> Frame:
         trace = Trace(uuid.uuid4().hex[:12], t0=self.t0)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..runtime.result import RunResult
 from ..trace.spans import Trace
+from ._capture import CaptureBlock
 from ._otel_in import NO_CONTENT, traces
 from ._otel_out import export_trace
 from ._rows import reported_usage
@@ -82,7 +83,7 @@ class _Dispatch(SpanProcessor):
 _dispatchers: weakref.WeakKeyDictionary[Any, _Dispatch] = weakref.WeakKeyDictionary()
 
 
-class Capture:
+class Capture(CaptureBlock):
     """What `capture` yields: the finished spans and the calls measured from them."""
 
     def __init__(self, provider: TracerProvider) -> None:
@@ -123,19 +124,8 @@ class Capture:
         if self._dispatch is not None and self.exporter in self._dispatch.exporters:
             self._dispatch.exporters.remove(self.exporter)
 
-    async def __aenter__(self) -> Capture:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(kind, error, tb)
-
-    def _repr_html_(self) -> str:
-        return "".join(run._repr_html_() for run in self.runs) or "<pre>no GenAI spans</pre>"
+    def empty_html(self) -> str:
+        return "<pre>no GenAI spans</pre>"
 
 
 def capture(tracer_provider: TracerProvider | None = None) -> Capture:
