@@ -23,10 +23,9 @@ from typing import Any, Literal
 from ..errors import UserError
 from ..models import checks
 from ..runtime.agent import Agent
-from ..runtime.agent_tool import AgentTool
 from ..runtime.handoffs import Handoff, HandoffConfig
 from ..runtime.runner import run
-from ..runtime.team import TeamTool
+from ..runtime.tools import BaseTool
 from .chain import ChainResult, chain
 
 Kind = Literal["star", "hierarchy", "chain", "mesh"]
@@ -68,12 +67,8 @@ class Topology:
                 if isinstance(item, Agent):
                     out.append((agent.name, item.name, "tool"))
                     continue
-                members = item.members if isinstance(item, TeamTool) else (item,)
-                out.extend(
-                    (agent.name, m.agent.name, "tool")
-                    for m in members
-                    if isinstance(m, AgentTool) and m.agent is not None
-                )
+                if isinstance(item, BaseTool):
+                    out.extend((agent.name, sub.name, "tool") for _, sub in item.sub_agents())
             for h in agent.handoffs:
                 out.append(
                     (agent.name, (h.target if isinstance(h, Handoff) else h).name, "handoff")

@@ -201,6 +201,10 @@ class AgentTool(BaseTool):
             propagate_guardrails=propagate_guardrails,
         )
 
+    def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
+        """The one agent this tool runs."""
+        return ((None, self.agent),)
+
     async def invoke(self, arguments: str, tcx: ToolCallContext) -> str:
         """Admit the call, run the sub-agent, report to the caller (see the class docstring)."""
         admitted = await self.admit(arguments, tcx)

@@ -17,9 +17,9 @@ def agent_graph(agent: Agent) -> dict[str, Any]:
 
 
 def _node(agent: Agent, ancestors: tuple[Agent, ...]) -> dict[str, Any]:
-    from .agent_tool import AgentTool
+    from .agent import Agent
     from .handoffs import Handoff
-    from .team import TeamTool
+    from .tools import BaseTool
 
     if any(a is agent for a in ancestors):
         return {"agent": agent.name, "cycle": True}
@@ -27,17 +27,12 @@ def _node(agent: Agent, ancestors: tuple[Agent, ...]) -> dict[str, Any]:
     tools: list[str] = []
     delegates: list[dict[str, Any]] = []
     for item in agent.tools:
-        made = (
-            item.as_tool() if hasattr(item, "as_tool") and not isinstance(item, AgentTool) else item
-        )
-        if isinstance(made, TeamTool):
+        made = item.as_tool() if isinstance(item, Agent) else item
+        if isinstance(made, BaseTool) and made.sub_agents():
             delegates.extend(
-                {"tool": made.name, "member": m.name, **_node(m.agent, below)}
-                for m in made.members
-                if m.agent is not None
+                {"tool": made.name, **({"member": member} if member else {}), **_node(sub, below)}
+                for member, sub in made.sub_agents()
             )
-        elif isinstance(made, AgentTool) and made.agent is not None:
-            delegates.append({"tool": made.name, **_node(made.agent, below)})
         else:
             tools.append(getattr(made, "name", getattr(made, "__name__", str(made))))
     handoffs = []

@@ -32,6 +32,10 @@ class TeamTool(BaseTool):
 
     members: tuple[AgentTool, ...] = ()
 
+    def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
+        """Each member's agent, with the member name that picks it."""
+        return tuple((m.name, m.agent) for m in self.members)
+
     def member(self, name: str) -> AgentTool | None:
         """The member called ``name``, or None."""
         for item in self.members:

@@ -25,7 +25,7 @@ from .tool_schema import arguments_model, clean_schema, json_safe, parse_docstri
 from .transfer import Transfer
 
 if TYPE_CHECKING:
-    pass
+    from .agent import Agent
 
 DEFAULT_MAX_RESULT_CHARS = 20_000
 
@@ -69,6 +69,12 @@ class BaseTool(ABC):
         if self._spec is None:
             self._spec = ToolSpec(self.name, self.description, self.parameters)
         return self._spec
+
+    def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
+        """The agents a call of this tool may run, each with the team member name that picks
+        it (None for a tool that runs one agent); empty for a plain tool. `Agent.graph` and the
+        topologies read this."""
+        return ()
 
     @abstractmethod
     async def invoke(self, arguments: str, ctx: ToolCallContext) -> Any:
