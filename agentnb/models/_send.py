@@ -99,11 +99,7 @@ class Slots(PerLoop[Slot]):
                     raise
             if failed is None:
                 break
-            if await attempts.again(failed):
-                continue
-            if attempts.stop is None and fallback is not None and fallback(failed):
-                continue
-            raise attempts.error(failed)
+            await attempts.retry_or_raise(failed, fallback)
         try:
             response = await read(raw)
         except (ValueError, TypeError, AttributeError) as exc:
@@ -212,6 +208,17 @@ class Attempts:
         if wait > 0:
             await asyncio.sleep(wait)
         return True
+
+    async def retry_or_raise(
+        self, failed: Failure, fallback: Callable[[Failure], bool] | None
+    ) -> None:
+        """After ``failed``: return when the call is to be tried again (after the wait, or
+        with the weaker request ``fallback`` switched to); raise the call's error otherwise."""
+        if await self.again(failed):
+            return
+        if self.stop is None and fallback is not None and fallback(failed):
+            return
+        raise self.error(failed)
 
     def error(
         self, failed: Failure, *, kind: type[ModelHTTPError] = ModelHTTPError

@@ -149,11 +149,8 @@ async def stream_with_retries(
                 None, f"ended its stream early ({reader.missing()})", kind="connection_error"
             )
         if failed is not None:
-            if await attempts.again(failed):
-                continue
-            if attempts.stop is None and fallback is not None and fallback(failed):
-                continue
-            raise attempts.error(failed)
+            await attempts.retry_or_raise(failed, fallback)
+            continue
         try:
             response = reader.response()
         except (ValueError, TypeError, AttributeError) as exc:
