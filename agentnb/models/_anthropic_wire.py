@@ -19,7 +19,17 @@ from typing import Any, Literal
 
 from ._openai_wire import _check_tool_name, schema_instruction
 from .settings import ModelSettings, unsupported
-from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
+from .types import (
+    RESPONSE_FIELD,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    OutputSchema,
+    StopReason,
+    ToolCall,
+    Usage,
+    wrapped_in_object,
+)
 
 StructuredMode = Literal["tool", "native", "prompt"]
 CacheMode = Literal["auto"] | None
@@ -29,9 +39,6 @@ EPHEMERAL = {"type": "ephemeral"}
 
 OUTPUT_TOOL = "final_answer"
 """The tool a structured answer is given through in ``"tool"`` mode."""
-
-_WRAPPED = "response"
-"""The property a non-object output schema is wrapped in (a tool's input must be an object)."""
 
 
 def _dumps(value: Any) -> str:
@@ -96,15 +103,7 @@ def _object_schema(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """A schema usable as a tool's input (an object), and whether it had to be wrapped."""
     if schema.get("type") == "object":
         return schema, False
-    inner = {k: v for k, v in schema.items() if k != "$defs"}
-    wrapped: dict[str, Any] = {
-        "type": "object",
-        "properties": {_WRAPPED: inner},
-        "required": [_WRAPPED],
-    }
-    if "$defs" in schema:
-        wrapped["$defs"] = schema["$defs"]
-    return wrapped, True
+    return wrapped_in_object(schema), True
 
 
 def output_tool_name(request: ModelRequest) -> str:
@@ -284,7 +283,7 @@ def response_from_wire(message: Any, request: ModelRequest, mode: StructuredMode
         if final is not None:
             value = json.loads(final.arguments)
             if _object_schema(schema.schema)[1] and isinstance(value, dict):
-                value = value.get(_WRAPPED, value)
+                value = value.get(RESPONSE_FIELD, value)
             events.append({"event": "output_tool", "dropped_calls": len(calls) - 1})
             text, calls, stop = _dumps(value), [], "stop"
     if calls:

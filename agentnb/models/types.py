@@ -84,6 +84,25 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
+RESPONSE_FIELD = "response"
+"""The field that holds an answer whose own schema is not an object (a number, a list, ...)
+where a provider needs an object, as openai-agents and pydantic-ai name it."""
+
+
+def wrapped_in_object(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as the one required field `RESPONSE_FIELD` of an object; ``$defs`` stay at
+    the top, where references point."""
+    inner = {k: v for k, v in schema.items() if k != "$defs"}
+    outer: dict[str, Any] = {
+        "type": "object",
+        "properties": {RESPONSE_FIELD: inner},
+        "required": [RESPONSE_FIELD],
+    }
+    if "$defs" in schema:
+        outer["$defs"] = schema["$defs"]
+    return outer
+
+
 @dataclass(slots=True)
 class OutputSchema:
     """A structured-output request: the final answer must be JSON matching ``schema``."""

@@ -18,11 +18,8 @@ from typing import Any, Union
 from pydantic import TypeAdapter, ValidationError
 
 from ..errors import UserError
-from ..models.types import OutputSchema
+from ..models.types import RESPONSE_FIELD, OutputSchema, wrapped_in_object
 from .tool_schema import clean_schema
-
-WRAPPER = "response"
-"""The one field a non-object output type is wrapped in."""
 
 _FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S)
 
@@ -44,8 +41,8 @@ class OutputSpec:
                 value = json.loads(text)
             except json.JSONDecodeError:
                 value = None
-            if isinstance(value, dict) and set(value) == {WRAPPER}:
-                return self.adapter.validate_python(value[WRAPPER])
+            if isinstance(value, dict) and set(value) == {RESPONSE_FIELD}:
+                return self.adapter.validate_python(value[RESPONSE_FIELD])
         return self.adapter.validate_json(text)
 
 
@@ -67,15 +64,7 @@ def output_spec(output_type: Any) -> OutputSpec | None:
     # whose value type lives in additionalProperties) is wrapped.
     wrapped = schema.get("type") != "object" or "properties" not in schema
     if wrapped:
-        inner = {k: v for k, v in schema.items() if k != "$defs"}
-        outer: dict[str, Any] = {
-            "type": "object",
-            "properties": {WRAPPER: inner},
-            "required": [WRAPPER],
-        }
-        if "$defs" in schema:
-            outer["$defs"] = schema["$defs"]
-        schema = outer
+        schema = wrapped_in_object(schema)
     schema = clean_schema(schema)
     return OutputSpec(adapter, OutputSchema(schema_name(output_type), schema), wrapped)
 
