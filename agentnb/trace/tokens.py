@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import UserError
 from ..models.canonical import dumps
@@ -195,13 +195,7 @@ response's text and tool-call arguments, which the next request resends in its h
 
 
 def _cached_count(text: str, count: Encoder) -> int:
-    n = _text_tokens.get(text)
-    if n is None:
-        n = count(text)
-        if len(_text_tokens) > 10_000:
-            _text_tokens.clear()
-        _text_tokens[text] = n
-    return n
+    return _remembered(_text_tokens, text, count)
 
 
 _fingerprints: dict[str, bytes] = {}
@@ -209,13 +203,21 @@ _fingerprints: dict[str, bytes] = {}
 
 
 def _text_fingerprint(text: str) -> bytes:
-    digest = _fingerprints.get(text)
-    if digest is None:
-        digest = fingerprint(text)
-        if len(_fingerprints) > 10_000:
-            _fingerprints.clear()
-        _fingerprints[text] = digest
-    return digest
+    return _remembered(_fingerprints, text, fingerprint)
+
+
+_T = TypeVar("_T")
+
+
+def _remembered(cache: dict[str, _T], text: str, compute: Callable[[str], _T]) -> _T:
+    """``compute(text)``, kept in ``cache`` (emptied when it passes 10,000 texts)."""
+    value = cache.get(text)
+    if value is None:
+        value = compute(text)
+        if len(cache) > 10_000:
+            cache.clear()
+        cache[text] = value
+    return value
 
 
 def request_tokens(
