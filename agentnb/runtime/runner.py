@@ -42,6 +42,14 @@ from .hooks import Hooks
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunOptions
+from .outcome import (
+    RUN_AGAIN,
+    NextStepFinalOutput,
+    NextStepHandoff,
+    NextStepRunAgain,
+    ToolOutcome,
+    model_text,
+)
 from .output import validation_errors
 from .prompt import section_sizes
 from .result import RunResult
@@ -49,7 +57,7 @@ from .settings import after_tool_calls, stopping_call, turn_settings
 from .state import AgentRun
 from .tool_context import ToolCallContext
 from .tool_guardrails import invoke_checked
-from .tools import BaseTool
+from .tools import BaseTool, read_arguments
 from .transfer import Transfer
 
 
@@ -292,42 +300,46 @@ REASK_PREFIX = "Your answer could not be read as"
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     """Run ``state.agent`` until it answers; follow handoffs. Returns the final output."""
     while True:
-        outcome = await _turns(state, ctx, max_turns)
-        if not isinstance(outcome, Transfer):
-            state.output = outcome
+        step = await _turns(state, ctx, max_turns)
+        if isinstance(step, NextStepFinalOutput):
+            state.output = step.output
             if state.events is not None:
-                await state.events.agent_ended(ctx, state, outcome)
-            return outcome
+                await state.events.agent_ended(ctx, state, step.output)
+            return step.output
+        transfer = step.transfer
         source = state.agent
-        ctx.trace.end(state.span, "ok", handed_to=outcome.target.name)
-        await handed_off(ctx, state, source, outcome.target)
-        state.handoffs.append(outcome.target.name)
-        state.agent = outcome.target
-        state.messages[:] = outcome.messages
+        ctx.trace.end(state.span, "ok", handed_to=transfer.target.name)
+        await handed_off(ctx, state, source, transfer.target)
+        state.handoffs.append(transfer.target.name)
+        state.agent = transfer.target
+        state.messages[:] = transfer.messages
         state.tally.reset()
-        state.lineage = (*state.lineage[:-1], outcome.target)
+        state.lineage = (*state.lineage[:-1], transfer.target)
         parent = next((s for s in ctx.trace.spans if s.span_id == state.span.parent_id), None)
         state.span = ctx.trace.start(
             "agent",
-            outcome.target.name,
+            transfer.target.name,
             parent,
-            agent=outcome.target.name,
+            agent=transfer.target.name,
             path=state.path,
             depth=state.depth,
-            routing=outcome.routing,
+            routing=transfer.routing,
         )
         ctx.trace.log(
             "handoff",
             depth=state.depth,
             path=state.path,
-            agent=outcome.target.name,
+            agent=transfer.target.name,
             source=source.name,
-            routing=outcome.routing,
+            routing=transfer.routing,
         )
-        max_turns = outcome.target.max_turns
+        max_turns = transfer.target.max_turns
 
 
-async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+async def _turns(
+    state: AgentRun, ctx: RunContext, max_turns: int
+) -> NextStepFinalOutput | NextStepHandoff:
+    """The agent's turns until it answers or hands off."""
     agent = state.agent
     model = resolve_model(agent, ctx.default_model)
     tools = agent.tool_map()
@@ -373,9 +385,9 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             state.messages.append(Message.assistant(response.text, tuple(calls)))
             if response.text:  # what it said so far: the partial result if a limit cuts it
                 state.last_text = response.text
-            transfer = await _run_tools(calls, tools, state, ctx, turn)
-            if transfer is not None:
-                return transfer
+            step = await _run_tools(calls, tools, state, ctx, turn)
+            if isinstance(step, NextStepHandoff):
+                return step
             if agent.tool_use_behavior != "run_llm_again":
                 stop = stopping_call(agent.tool_use_behavior, calls)
                 if stop is not None:  # the tool's result is the answer: no further model call
@@ -407,7 +419,7 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         if agent.route is not None:
             routed = agent.route.apply(output, state)
             if isinstance(routed, Transfer):
-                return routed
+                return NextStepHandoff(routed)
             output = routed
         return await _finish_agent(output, state, ctx, turn)
     raise MaxTurnsExceeded(
@@ -416,14 +428,16 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     )
 
 
-async def _finish_agent(output: Any, state: AgentRun, ctx: RunContext, turn: int) -> Any:
+async def _finish_agent(
+    output: Any, state: AgentRun, ctx: RunContext, turn: int
+) -> NextStepFinalOutput:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
     if state.agent.output_guardrails:
         guards = cast("Sequence[Guardrail]", state.agent.output_guardrails)  # made so by Agent
         await check_all(guards, output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
-    return output
+    return NextStepFinalOutput(output)
 
 
 def _tool_result(messages: list[Message], call_id: str) -> str:
@@ -545,23 +559,24 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 
 async def _run_tools(
     calls: list[ToolCall], tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
-) -> Transfer | None:
+) -> NextStepHandoff | NextStepRunAgain:
+    """Run a turn's tool calls (concurrently when there are several) and add their results to
+    the history; the first handoff among them, if any, is the next step."""
     if len(calls) == 1:
-        results = [await _run_tool(calls[0], tools, state, ctx, turn)]
+        outcomes = [await _run_tool(calls[0], tools, state, ctx, turn)]
     else:
-        results = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
-    transfer = None
-    for call, result in zip(calls, results):
-        if isinstance(result, Transfer):
-            transfer = transfer or result
-            result = result.note
-        state.messages.append(Message.tool(call, result))
-    return transfer
+        outcomes = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
+    handoff: Transfer | None = None
+    for call, outcome in zip(calls, outcomes):
+        if handoff is None and outcome.transfer is not None:
+            handoff = outcome.transfer
+        state.messages.append(Message.tool(call, model_text(outcome)))
+    return RUN_AGAIN if handoff is None else NextStepHandoff(handoff)
 
 
 async def _run_tool(
     call: ToolCall, tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
-) -> Any:
+) -> ToolOutcome:
     trace = ctx.trace
     span = trace.start(
         "tool_call",
@@ -578,26 +593,27 @@ async def _run_tool(
     if events is not None:
         await events.tool_started(ctx, state, span, call)
     tool = tools.get(call.name)
-    tcx = ToolCallContext(ctx, span, call.id, state)
     with trace.ends_on_failure(span):
         if tool is None:
             known = ", ".join(tools) or "none"
-            result: Any = (
-                f"Tool error: there is no tool named {call.name!r}. Available tools: {known}."
+            outcome = ToolOutcome.error(
+                f"there is no tool named {call.name!r}. Available tools: {known}."
             )
-            tcx.status = "error"
         else:
-            result = await (
-                invoke_checked(tool, call.arguments, tcx)
-                if tool.checked
-                else tool.invoke(call.arguments, tcx)
-            )
-    if isinstance(result, str):
-        if tcx.status == "ok" and result.startswith("Tool error"):
-            tcx.status = "error"
-        trace.end(span, tcx.status, result_chars=len(result))
+            arguments = read_arguments(tool.name, call.arguments)
+            if isinstance(arguments, ToolOutcome):  # not a JSON object: the model is told
+                outcome = arguments
+            else:
+                tcx = ToolCallContext(ctx, span, call.id, state, call.arguments)
+                outcome = await (
+                    invoke_checked(tool, arguments, tcx)
+                    if tool.checked
+                    else tool.invoke(arguments, tcx)
+                )
+    if outcome.kind == "handed_off":
+        trace.end(span, outcome.status)
     else:
-        trace.end(span, tcx.status)
+        trace.end(span, outcome.status, result_chars=len(model_text(outcome)))
     if events is not None:
-        await events.tool_ended(ctx, state, span, call, result, tcx.status)
-    return result
+        await events.tool_ended(ctx, state, span, call, outcome)
+    return outcome
