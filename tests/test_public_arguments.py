@@ -156,7 +156,11 @@ def _in_scratch(build: Any) -> Any:
 
 
 def _keywords(fn: Any, *skip: str) -> list[str]:
-    return [p for p in inspect.signature(fn).parameters if p not in skip]
+    """The keywords ``fn`` takes; ``**options: Unpack[RunKeywords]`` stands for every run option."""
+    names = [p for p in inspect.signature(fn).parameters if p not in skip]
+    if "options" in names:
+        names = [n for n in names if n != "options"] + RUN_OPTIONS
+    return names
 
 
 HTTP = ["model", *_keywords(a.OpenAIModel, "model")]

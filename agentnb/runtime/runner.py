@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from collections.abc import Sequence
+from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
 
@@ -26,22 +26,20 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.base import ModelClient
-from ..models.settings import ModelSettings, check_settings
+from ..models.settings import check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
-from ..trace.spans import Listener, Span
+from ..trace.spans import Span
 from ..words import plural
 from ._tasks import run_concurrently
 from .agent import Agent
-from .approval import Approver
-from .context import Limits, RunContext, TokenBudget
+from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
-from .events import Event, RunEvents, events_for, handed_off, run_ended, subscriber
+from .events import RunEvents, events_for, handed_off, run_ended, subscriber
 from .guardrails import Guardrail, check_all, first_call, start_input_checks
-from .hooks import Hooks
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
-from .options import RunOptions
+from .options import RunKeywords, RunOptions
 from .outcome import (
     RUN_AGAIN,
     NextStepFinalOutput,
@@ -62,21 +60,7 @@ from .transfer import Transfer
 
 
 async def run(
-    agent: Agent,
-    input: str | list[Message],
-    *,
-    limits: Limits | None = None,
-    artifacts: dict[str, str] | None = None,
-    max_turns: int | None = None,
-    timeout: float | None = None,
-    approver: Approver | None = None,
-    deps: Any = None,
-    run_id: str | None = None,
-    listeners: Sequence[Listener] = (),
-    model: ModelClient | str | None = None,
-    model_settings: ModelSettings | None = None,
-    hooks: Hooks | None = None,
-    on_event: Callable[[Event], None] | None = None,
+    agent: Agent, input: str | list[Message], **options: Unpack[RunKeywords]
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -92,21 +76,7 @@ async def run(
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
     """
-    options = RunOptions(
-        limits=limits,
-        artifacts=artifacts,
-        max_turns=max_turns,
-        timeout=timeout,
-        approver=approver,
-        deps=deps,
-        run_id=run_id,
-        listeners=listeners,
-        model=model,
-        model_settings=model_settings,
-        hooks=hooks,
-        on_event=on_event,
-    )
-    return await execute(agent, input, start_context(agent, input, options))
+    return await execute(agent, input, start_context(agent, input, RunOptions.of(**options)))
 
 
 def start_context(
