@@ -1,10 +1,17 @@
-"""`Agent`: configuration only. Running an agent is the runner's job."""
+"""`Agent`: configuration only. Running an agent is the runner's job.
+
+What is computed from an agent's fields (its tools by name, its output adapter, its guardrails
+as `Guardrail` objects, the client its model spec names) is kept in `_Derived`, beside the
+agent rather than in it: one typed record per live agent, in a `WeakKeyDictionary` that lets it
+go with its agent. A run never writes into an agent; its ``repr`` is the same before and after.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union
 
 from ..errors import UserError
 from ..models import checks
@@ -99,12 +106,11 @@ class Agent:
             if not isinstance(items, (list, tuple)) and not hasattr(items, "apply"):
                 # a list (a HandoffRoute, with its ``apply``, may stand for the handoffs)
                 raise UserError(f"Agent({self.name!r}, {label}=...) must be a list, got {items!r}")
-        self.tools = list(self.tools)
         self.handoffs = self._split_route(self.handoffs)
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
         check_behavior(self.tool_use_behavior, self.name)
-        self.input_guardrails = as_guardrails(self.input_guardrails, "input_guardrails")
-        self.output_guardrails = as_guardrails(self.output_guardrails, "output_guardrails")
+        self.guardrails("input")  # fail now on a guardrail that is not one
+        self.guardrails("output")
         if self.route is not None and not _is_route(self.route):
             raise checks.fail(
                 f"Agent({self.name!r}, route=...)", "a HandoffRoute or None", self.route
@@ -144,10 +150,10 @@ class Agent:
 
     def tool_map(self) -> dict[str, BaseTool]:
         """The tools by name, functions and agents converted; duplicate names are an error."""
-        cache_key = (tuple(map(id, self.tools)), tuple(map(id, self.handoffs)))  # every run asks
-        cached: tuple[Any, dict[str, BaseTool]] | None = self.__dict__.get("_tool_cache")
-        if cached is not None and cached[0] == cache_key:
-            return cached[1]
+        derived = _derived(self)
+        seen = derived.tools
+        if seen is not None and _same(seen[0], self.tools) and _same(seen[1], self.handoffs):
+            return seen[2]  # every run asks: the same tools as last time
         tools: dict[str, BaseTool] = {}
         for item in [*self.tools, *(_handoff_tool(h) for h in self.handoffs)]:
             made = item.as_tool() if isinstance(item, Agent) else function_tool(item)
@@ -157,8 +163,23 @@ class Agent:
                     "(tool(fn, name=...) or agent.as_tool(name=...))."
                 )
             tools[made.name] = made
-        self.__dict__["_tool_cache"] = (cache_key, tools)
+        derived.tools = (tuple(self.tools), tuple(self.handoffs), tools)
         return tools
+
+    def guardrails(self, stage: Literal["input", "output"]) -> tuple[Guardrail, ...]:
+        """The agent's input or output guardrails as `Guardrail` objects (plain functions
+        wrapped); a `UserError` for anything that is not one."""
+        derived = _derived(self)
+        given = self.input_guardrails if stage == "input" else self.output_guardrails
+        seen = derived.input_guardrails if stage == "input" else derived.output_guardrails
+        if seen is not None and seen[0] is given:
+            return seen[1]
+        made = as_guardrails(given, f"{stage}_guardrails")
+        if stage == "input":
+            derived.input_guardrails = (given, made)
+        else:
+            derived.output_guardrails = (given, made)
+        return made
 
     def system_prompt(self, context: Any = None) -> str:
         """The system prompt now (a synchronous callable only: the run loop uses
@@ -174,11 +195,12 @@ class Agent:
 
     def output_adapter(self) -> OutputSpec | None:
         """How the final answer is requested and validated (None: plain text)."""
-        cached: tuple[Any, OutputSpec | None] | None = self.__dict__.get("_output_cache")
-        if cached is not None and cached[0] is self.output_type:
-            return cached[1]
+        derived = _derived(self)
+        seen = derived.output
+        if seen is not None and seen[0] is self.output_type:
+            return seen[1]
         spec = output_spec(self.output_type)
-        self.__dict__["_output_cache"] = (self.output_type, spec)
+        derived.output = (self.output_type, spec)
         return spec
 
     def as_tool(
@@ -277,6 +299,59 @@ class Agent:
         if self.output_type is not None:
             parts.append(f"output_type={getattr(self.output_type, '__name__', self.output_type)}")
         return f"Agent({', '.join(parts)})"
+
+
+@dataclass(slots=True)
+class _Derived:
+    """What is computed from one agent's fields, each with the field value it was computed
+    from (a field may be reassigned after construction: then it is computed again)."""
+
+    tools: tuple[tuple[Any, ...], tuple[Any, ...], dict[str, BaseTool]] | None = None
+    output: tuple[Any, OutputSpec | None] | None = None
+    input_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
+    output_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
+    model: tuple[str, ModelClient] | None = None
+    """The client made from the agent's model spec string, once (runs share it)."""
+
+
+_DERIVED: weakref.WeakKeyDictionary[Agent, _Derived] = weakref.WeakKeyDictionary()
+"""Each live agent's derived data; an entry goes when its agent is collected."""
+
+
+def _derived(agent: Agent) -> _Derived:
+    found = _DERIVED.get(agent)
+    if found is None:
+        found = _DERIVED[agent] = _Derived()
+    return found
+
+
+def _same(seen: tuple[Any, ...], items: Sequence[Any]) -> bool:
+    """Whether ``items`` holds the very objects ``seen`` held, in order."""
+    return len(seen) == len(items) and all(a is b for a, b in zip(seen, items))
+
+
+def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClient:
+    """The client ``agent`` runs with: its own (a spec string resolved once per agent, the
+    agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    model = agent.model
+    if isinstance(model, str):
+        derived = _derived(agent)
+        seen = derived.model
+        if seen is not None and seen[0] == model:
+            return seen[1]
+        from ..models.registry import model_from_spec
+
+        client: ModelClient = model_from_spec(model)
+        derived.model = (model, client)
+        return client
+    if model is None and default is not None:
+        return default
+    if model is None or not hasattr(model, "request"):
+        raise UserError(
+            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
+            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
+        )
+    return model
 
 
 def _handoff_tool(item: Any) -> BaseTool:

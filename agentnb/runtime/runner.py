@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
 from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
@@ -32,11 +31,11 @@ from ..trace.calls import CallRow
 from ..trace.spans import Span
 from ..words import plural
 from ._tasks import run_concurrently
-from .agent import Agent
+from .agent import Agent, model_client
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .events import RunEvents, events_for, handed_off, run_ended, subscriber
-from .guardrails import Guardrail, check_all, first_call, start_input_checks
+from .guardrails import check_all, first_call, start_input_checks
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunKeywords, RunOptions
@@ -98,7 +97,7 @@ def start_context(
     if not isinstance(options, RunOptions):
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)
-    resolve_model(agent, default)
+    model_client(agent, default)  # a UserError now for an agent without a usable model
     ctx = RunContext.create(options, t0=t0)
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
@@ -245,24 +244,6 @@ def _default_model(model: ModelClient | str | None) -> ModelClient | None:
     return cast(ModelClient, model)
 
 
-def resolve_model(agent: Agent, default: ModelClient | None = None) -> ModelClient:
-    """The agent's model client (a spec string resolved once); ``default`` when it has none."""
-    model = agent.model
-    if isinstance(model, str):
-        from ..models.registry import model_from_spec
-
-        model = model_from_spec(model)
-        agent.model = model
-    if model is None and default is not None:
-        return default
-    if model is None or not hasattr(model, "request"):
-        raise UserError(
-            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
-            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
-        )
-    return model
-
-
 REASK_PREFIX = "Your answer could not be read as"
 """How a re-ask for a structured answer starts (the message is marked ``generated``)."""
 
@@ -311,7 +292,7 @@ async def _turns(
 ) -> NextStepFinalOutput | NextStepHandoff:
     """The agent's turns until it answers or hands off."""
     agent = state.agent
-    model = resolve_model(agent, ctx.default_model)
+    model = model_client(agent, ctx.default_model)
     tools = agent.tool_map()
     specs = [t.spec for t in tools.values()]
     structured = agent.output_adapter()
@@ -333,7 +314,7 @@ async def _turns(
     if events is not None:
         await events.agent_started(ctx, state)
     checks = (
-        await start_input_checks(cast("Sequence[Guardrail]", agent.input_guardrails), state, ctx)
+        await start_input_checks(agent.guardrails("input"), state, ctx)
         if agent.input_guardrails
         else None
     )
@@ -403,8 +384,7 @@ async def _finish_agent(
 ) -> NextStepFinalOutput:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
     if state.agent.output_guardrails:
-        guards = cast("Sequence[Guardrail]", state.agent.output_guardrails)  # made so by Agent
-        await check_all(guards, output, state, ctx, "output")
+        await check_all(state.agent.guardrails("output"), output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
     return NextStepFinalOutput(output)
