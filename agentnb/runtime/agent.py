@@ -109,8 +109,10 @@ class Agent:
         self.handoffs = self._split_route(self.handoffs)
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
         check_behavior(self.tool_use_behavior, self.name)
-        self.guardrails("input")  # fail now on a guardrail that is not one
-        self.guardrails("output")
+        for stage in ("input", "output"):  # fail now on a guardrail that is not one
+            given = getattr(self, f"{stage}_guardrails")
+            if given or not isinstance(given, (list, tuple)):
+                self.guardrails(stage)
         if self.route is not None and not _is_route(self.route):
             raise checks.fail(
                 f"Agent({self.name!r}, route=...)", "a HandoffRoute or None", self.route

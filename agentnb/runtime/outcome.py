@@ -17,7 +17,7 @@ events and hooks, the tool guardrails) reads the same typed value:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from .transfer import Transfer
 
@@ -29,9 +29,11 @@ ERROR_PREFIX = "ERROR: "
 """How the text of a failed tool call starts, for the model and for a person reading the trace."""
 
 
-@dataclass(frozen=True, slots=True)
-class ToolOutcome:
-    """How one tool call ended; build it with `ok`, `error`, `rejected` or `handed_off`."""
+class ToolOutcome(NamedTuple):
+    """How one tool call ended; build it with `ok`, `error`, `rejected` or `handed_off`.
+
+    An immutable value (a named tuple: one is made for every tool call, and a frozen dataclass
+    costs three times as much to build)."""
 
     kind: OutcomeKind
     message: str
@@ -43,6 +45,7 @@ class ToolOutcome:
 
     @classmethod
     def ok(cls, result: str) -> ToolOutcome:
+        """A tool that ran; ``result`` is what it returned, as the model reads it."""
         return cls("ok", result)
 
     @classmethod
@@ -58,6 +61,7 @@ class ToolOutcome:
 
     @classmethod
     def handed_off(cls, transfer: Transfer) -> ToolOutcome:
+        """A handoff tool that transferred the conversation (see `agentnb.Handoff`)."""
         return cls("handed_off", transfer.note, "ok", transfer)
 
     @property

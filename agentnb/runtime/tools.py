@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
+from pydantic_core import from_json
 
 from ..errors import UserError
 from ..models import checks
@@ -185,11 +186,11 @@ def truncate(text: str, limit: int | None) -> str:
 def read_arguments(tool_name: str, text: str) -> dict[str, Any] | ToolOutcome:
     """The model's JSON arguments for a call as a dict (empty text: no arguments), or the
     error outcome that tells the model what was wrong with them. Read once per call."""
-    try:
-        value = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError as exc:
+    try:  # pydantic's parser: what json.loads accepts, several times faster on short texts
+        value = from_json(text) if text.strip() else {}
+    except ValueError as exc:
         return ToolOutcome.error(
-            f"the arguments for {tool_name} are not valid JSON ({exc.msg}). Send a JSON object."
+            f"the arguments for {tool_name} are not valid JSON ({exc}). Send a JSON object."
         )
     if not isinstance(value, dict):
         return ToolOutcome.error(
