@@ -28,7 +28,7 @@ from ..errors import (
 from ..models import checks
 from ..models.types import Message
 from ..words import plural
-from .approval import check_approval, check_needs_approval
+from .approval import ask_approval, check_needs_approval
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .outcome import ToolOutcome, ToolStatus, model_text
@@ -41,7 +41,7 @@ from .tool_schema import clean_schema
 from .tools import (
     DEFAULT_MAX_RESULT_CHARS,
     BaseTool,
-    result_text,
+    clip_result,
     truncate,
     validate_arguments,
 )
@@ -245,7 +245,7 @@ class AgentTool(BaseTool):
         except LookupError as exc:
             return ToolOutcome.error(str(exc.args[0]))
         if self.needs_approval:
-            verdict = await check_approval(self, parsed, text, tcx)
+            verdict = await ask_approval(self, parsed, text, tcx)
             if verdict is not None:
                 return ToolOutcome.rejected(verdict)
         return _Admitted(text, path)
@@ -313,7 +313,7 @@ class AgentTool(BaseTool):
                 return ToolOutcome.error(failure.message + partial, status=failure.status)
             return failure
         if self.extractor is None:
-            return ToolOutcome.ok(result_text(state.output, self.max_result_chars))
+            return ToolOutcome.ok(clip_result(state.output, self.max_result_chars))
         result = RunResult(
             state.output,
             True,

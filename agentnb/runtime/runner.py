@@ -35,7 +35,7 @@ from .agent import Agent, model_client
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .events import RunEvents, events_for, handed_off, run_ended, subscriber
-from .guardrails import check_all, first_call, start_input_checks
+from .guardrails import first_call, run_guardrails, start_input_checks
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunKeywords, RunOptions
@@ -313,7 +313,7 @@ async def _turns(
     state.events = events = events_for(ctx, agent)  # a stream, hooks: None when nobody watches
     if events is not None:
         await events.agent_started(ctx, state)
-    checks = (
+    input_checks = (
         await start_input_checks(agent.guardrails("input"), state, ctx)
         if agent.input_guardrails
         else None
@@ -323,11 +323,11 @@ async def _turns(
         request = ModelRequest(
             system, list(state.messages), specs, schema, agent.name, settings=settings
         )
-        if checks is None:
+        if input_checks is None:
             response = await call_model(model, request, state, ctx, turn)
         else:  # input guardrails still running: a tripwire cancels this first call
-            response = await first_call(call_model(model, request, state, ctx, turn), checks)
-            checks = None
+            response = await first_call(call_model(model, request, state, ctx, turn), input_checks)
+            input_checks = None
         if response.tool_calls:
             calls = [
                 c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
@@ -384,7 +384,7 @@ async def _finish_agent(
 ) -> NextStepFinalOutput:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
     if state.agent.output_guardrails:
-        await check_all(state.agent.guardrails("output"), output, state, ctx, "output")
+        await run_guardrails(state.agent.guardrails("output"), output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
     return NextStepFinalOutput(output)

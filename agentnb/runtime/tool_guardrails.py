@@ -75,9 +75,9 @@ async def invoke_checked(
         if verdict is not None:
             return ToolOutcome.rejected(verdict)
     if tool.needs_approval and tool.approval_here:
-        from .approval import check_tool_approval
+        from .approval import ask_tool_approval
 
-        refusal = await check_tool_approval(tool, arguments, tcx.arguments, tcx)
+        refusal = await ask_tool_approval(tool, arguments, tcx.arguments, tcx)
         if refusal is not None:
             return ToolOutcome.rejected(refusal)
     outcome = await tool.invoke(arguments, tcx)

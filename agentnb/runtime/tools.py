@@ -49,7 +49,7 @@ class BaseTool(ABC):
     input_guardrails: tuple[Callable[..., Any], ...] = field(default=(), kw_only=True)
     """``fn(ctx, tool_name, arguments) -> ToolGuardrail``: see `agentnb.runtime.tool_guardrails`."""
     output_guardrails: tuple[Callable[..., Any], ...] = field(default=(), kw_only=True)
-    """``fn(ctx, tool_name, arguments, result_text) -> ToolGuardrail``."""
+    """``fn(ctx, tool_name, arguments, clip_result) -> ToolGuardrail``."""
     needs_approval: Any = field(default=False, kw_only=True)
     """``True`` or ``fn(ctx, arguments) -> bool`` (sync or async): ask the run's approver first."""
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
@@ -133,7 +133,7 @@ class Tool(BaseTool):
             return ToolOutcome.error(f"{self.name} failed: {type(exc).__name__}: {exc}")
         if isinstance(value, Transfer):
             return ToolOutcome.handed_off(value)
-        return ToolOutcome.ok(result_text(value, self.max_result_chars))
+        return ToolOutcome.ok(clip_result(value, self.max_result_chars))
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -168,7 +168,7 @@ def to_text(value: Any) -> str:
         return str(value)
 
 
-def result_text(value: Any, limit: int | None) -> str:
+def clip_result(value: Any, limit: int | None) -> str:
     """``truncate(to_text(value), limit)``: what goes back to the model. A text that fits is
     returned as it is."""
     if isinstance(value, str) and (limit is None or len(value) <= limit):
