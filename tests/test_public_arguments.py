@@ -156,10 +156,18 @@ def _in_scratch(build: Any) -> Any:
 
 
 def _keywords(fn: Any, *skip: str) -> list[str]:
-    """The keywords ``fn`` takes; ``**options: Unpack[RunKeywords]`` stands for every run option."""
-    names = [p for p in inspect.signature(fn).parameters if p not in skip]
-    if "options" in names:
-        names = [n for n in names if n != "options"] + RUN_OPTIONS
+    """The keywords ``fn`` takes; ``**options: Unpack[SomeOptions]`` stands for each key of
+    that TypedDict."""
+    parameters = inspect.signature(fn).parameters
+    names = [p for p in parameters if p not in skip and p != "options"]
+    if "options" in parameters:
+        from agentnb.runtime.agent_tool import AS_TOOL_KEYWORDS
+        from agentnb.runtime.tools import TOOL_KEYWORDS
+
+        typed = str(parameters["options"].annotation)
+        known = {"RunKeywords": RUN_OPTIONS, "ToolOptions": TOOL_KEYWORDS}
+        known["AsToolOptions"] = AS_TOOL_KEYWORDS
+        names += sorted(next(v for k, v in known.items() if f"[{k}]" in typed))
     return names
 
 

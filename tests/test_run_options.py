@@ -115,3 +115,18 @@ def test_a_pattern_names_an_unknown_option() -> None:
     agent, _ = _recording_agent("a", ["hi"])
     with pytest.raises(UserError, match=r"approvr.*a run takes .*approver"):
         run_sync(agentnb.chain([agent], "q", approvr=agentnb.approve_all))  # type: ignore[call-arg]
+
+
+def test_tool_and_as_tool_name_an_unknown_option() -> None:
+    import agentnb
+
+    def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    with pytest.raises(UserError, match=r"max_result_char\b.*tool takes .*max_result_chars"):
+        agentnb.tool(echo, max_result_char=3)  # type: ignore[call-arg]
+    with pytest.raises(UserError, match=r"time_out\b.*as_tool takes .*timeout"):
+        _agent().as_tool(time_out=3)  # type: ignore[call-arg]
+    made = _agent().as_tool(timeout=2.0, max_result_chars=None)
+    assert (made.timeout, made.max_result_chars) == (2.0, None)

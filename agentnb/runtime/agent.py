@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Union
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack
 
 from ..errors import UserError
 from ..models import checks
@@ -21,16 +21,12 @@ from .guardrails import Guardrail, as_guardrails
 from .hooks import check_hooks
 from .output import OutputSpec, output_spec
 from .settings import ToolUseBehavior, check_behavior
-from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, function_tool
+from .tools import BaseTool, function_tool
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from .agent_tool import AgentTool, NeedsApproval
-    from .context import RunContext
+    from .agent_tool import AgentTool, AsToolOptions
     from .hooks import Hooks
     from .prompt import PromptSection
-    from .result import RunResult
     from .state import AgentRun
 
 
@@ -209,18 +205,7 @@ class Agent:
         self,
         name: str | None = None,
         description: str | None = None,
-        *,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        max_tokens: int | None = None,
-        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-        input_schema: type[BaseModel] | None = None,
-        input_builder: Callable[[Any, RunContext], str] | None = None,
-        extractor: Callable[[RunResult], str] | None = None,
-        needs_approval: NeedsApproval = False,
-        input_guardrails: Sequence[Callable[..., Any]] | None = None,
-        output_guardrails: Sequence[Callable[..., Any]] | None = None,
-        propagate_guardrails: bool = False,
+        **options: Unpack[AsToolOptions],
     ) -> AgentTool:
         """This agent as a tool another agent can call, governed at the boundary.
 
@@ -260,22 +245,7 @@ class Agent:
         """
         from .agent_tool import AgentTool
 
-        return AgentTool.build(
-            self,
-            name=name,
-            description=description,
-            max_turns=max_turns,
-            timeout=timeout,
-            max_tokens=max_tokens,
-            max_result_chars=max_result_chars,
-            input_schema=input_schema,
-            input_builder=input_builder,
-            extractor=extractor,
-            needs_approval=needs_approval,
-            input_guardrails=input_guardrails,
-            output_guardrails=output_guardrails,
-            propagate_guardrails=propagate_guardrails,
-        )
+        return AgentTool.build(self, name, description, **options)
 
     def clone(self, **changes: Any) -> Agent:
         """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""

@@ -13,7 +13,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypedDict, Union, Unpack
 
 from pydantic import BaseModel, Field
 
@@ -77,6 +77,26 @@ NeedsApproval = Union[bool, Callable[..., Union[bool, Awaitable[bool]]]]  # noqa
 ``fn(pending) -> bool``), sync or async."""
 
 
+class AsToolOptions(TypedDict, total=False):
+    """The keyword options of `Agent.as_tool` (each described there), for
+    ``**options: Unpack[AsToolOptions]``; the defaults are `AgentTool`'s."""
+
+    max_turns: int | None
+    timeout: float | None
+    max_tokens: int | None
+    max_result_chars: int | None
+    input_schema: type[BaseModel] | None
+    input_builder: Callable[[Any, RunContext], str] | None
+    extractor: Callable[[RunResult], str] | None
+    needs_approval: NeedsApproval
+    input_guardrails: Sequence[Callable[..., Any]] | None
+    output_guardrails: Sequence[Callable[..., Any]] | None
+    propagate_guardrails: bool
+
+
+AS_TOOL_KEYWORDS = frozenset(AsToolOptions.__annotations__)
+
+
 class _Admitted(NamedTuple):
     """A call that passed the guards and the approval: what the sub-agent runs on."""
 
@@ -134,22 +154,26 @@ class AgentTool(BaseTool):
     def build(
         cls,
         agent: Agent,
-        *,
         name: str | None = None,
         description: str | None = None,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        max_tokens: int | None = None,
-        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-        input_schema: type[BaseModel] | None = None,
-        input_builder: Callable[[Any, RunContext], str] | None = None,
-        extractor: Callable[[RunResult], str] | None = None,
-        needs_approval: NeedsApproval = False,
-        input_guardrails: Sequence[Callable[..., Any]] | None = None,
-        output_guardrails: Sequence[Callable[..., Any]] | None = None,
-        propagate_guardrails: bool = False,
+        **options: Unpack[AsToolOptions],
     ) -> AgentTool:
         """Check the options (raises `UserError`) and make the tool; see `Agent.as_tool`."""
+        unknown = sorted(set(options) - AS_TOOL_KEYWORDS)
+        if unknown:
+            raise UserError(
+                f"Unknown as_tool option(s) {', '.join(unknown)}; as_tool takes name, "
+                f"description, {', '.join(sorted(AS_TOOL_KEYWORDS))}."
+            )
+        max_turns = options.get("max_turns")
+        timeout = options.get("timeout")
+        max_tokens = options.get("max_tokens")
+        max_result_chars = options.get("max_result_chars", DEFAULT_MAX_RESULT_CHARS)
+        input_schema = options.get("input_schema")
+        input_builder = options.get("input_builder")
+        extractor = options.get("extractor")
+        needs_approval = options.get("needs_approval", False)
+        propagate_guardrails = options.get("propagate_guardrails", False)
         checks.text(name, "as_tool(name=...)", optional=True)
         checks.text(description, "as_tool(description=...)", optional=True)
         tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
@@ -176,8 +200,10 @@ class AgentTool(BaseTool):
                 raise UserError(f"as_tool({label}=...) must be a function, got {fn!r}")
         check_needs_approval(needs_approval, "as_tool")
         guards = (
-            check_tool_guardrails(input_guardrails, "as_tool(input_guardrails=...)"),
-            check_tool_guardrails(output_guardrails, "as_tool(output_guardrails=...)"),
+            check_tool_guardrails(options.get("input_guardrails"), "as_tool(input_guardrails=...)"),
+            check_tool_guardrails(
+                options.get("output_guardrails"), "as_tool(output_guardrails=...)"
+            ),
         )
         if not isinstance(propagate_guardrails, bool):
             raise UserError(

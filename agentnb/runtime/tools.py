@@ -15,7 +15,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
 from pydantic_core import from_json
@@ -220,15 +220,25 @@ def brief_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class ToolOptions(TypedDict, total=False):
+    """The keyword options of `tool` and `function_tool` (each described on `tool`), for
+    ``**options: Unpack[ToolOptions]``."""
+
+    max_result_chars: int | None
+    needs_approval: Any
+    input_guardrails: Sequence[Callable[..., Any]] | None
+    output_guardrails: Sequence[Callable[..., Any]] | None
+
+
+TOOL_KEYWORDS = frozenset(ToolOptions.__annotations__)
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
-    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-    needs_approval: Any = False,
-    input_guardrails: Sequence[Callable[..., Any]] | None = None,
-    output_guardrails: Sequence[Callable[..., Any]] | None = None,
+    **options: Unpack[ToolOptions],
 ) -> Any:
     """Make a tool of a sync or async function: ``@tool`` or ``@tool(name=..., ...)``.
 
@@ -242,15 +252,7 @@ def tool(
     """
 
     def build(f: Callable[..., Any]) -> BaseTool:
-        return function_tool(
-            f,
-            name=name,
-            description=description,
-            max_result_chars=max_result_chars,
-            needs_approval=needs_approval,
-            input_guardrails=input_guardrails,
-            output_guardrails=output_guardrails,
-        )
+        return function_tool(f, name=name, description=description, **options)
 
     return build(fn) if fn is not None else build
 
@@ -260,14 +262,19 @@ def function_tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-    needs_approval: Any = False,
-    input_guardrails: Sequence[Callable[..., Any]] | None = None,
-    output_guardrails: Sequence[Callable[..., Any]] | None = None,
+    **options: Unpack[ToolOptions],
 ) -> BaseTool:
     """A `Tool` from a function (a tool of any kind is returned as it is); see `tool`."""
     if isinstance(fn, BaseTool):
         return fn
+    unknown = sorted(set(options) - TOOL_KEYWORDS)
+    if unknown:
+        raise UserError(
+            f"Unknown tool option(s) {', '.join(unknown)}; tool takes name, description, "
+            f"{', '.join(sorted(TOOL_KEYWORDS))}."
+        )
+    max_result_chars = options.get("max_result_chars", DEFAULT_MAX_RESULT_CHARS)
+    needs_approval = options.get("needs_approval", False)
     checks.function(fn, "tool(fn)", what="a function, an Agent or a Tool")
     checks.text(name, "tool(name=...)", optional=True)
     checks.text(description, "tool(description=...)", optional=True)
@@ -290,8 +297,12 @@ def function_tool(
     from .tool_guardrails import check_tool_guardrails
 
     guards = (
-        check_tool_guardrails(input_guardrails, f"tool {tool_name!r}: input_guardrails"),
-        check_tool_guardrails(output_guardrails, f"tool {tool_name!r}: output_guardrails"),
+        check_tool_guardrails(
+            options.get("input_guardrails"), f"tool {tool_name!r}: input_guardrails"
+        ),
+        check_tool_guardrails(
+            options.get("output_guardrails"), f"tool {tool_name!r}: output_guardrails"
+        ),
     )
     if needs_approval is not True and needs_approval is not False and not callable(needs_approval):
         raise UserError(
