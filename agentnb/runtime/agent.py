@@ -102,7 +102,7 @@ class Agent:
             if not isinstance(items, (list, tuple)) and not hasattr(items, "apply"):
                 # a list (a HandoffRoute, with its ``apply``, may stand for the handoffs)
                 raise UserError(f"Agent({self.name!r}, {label}=...) must be a list, got {items!r}")
-        self.handoffs = self._split_route(self.handoffs)
+        self._split_route()  # fail now on a route given twice or mixed with handoffs
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
         check_behavior(self.tool_use_behavior, self.name)
         for stage in ("input", "output"):  # fail now on a guardrail that is not one
@@ -113,23 +113,19 @@ class Agent:
             raise checks.fail(
                 f"Agent({self.name!r}, route=...)", "a HandoffRoute or None", self.route
             )
-        if (
-            self.route is not None
-            and self.output_type is None
-            and hasattr(self.route, "output_type")
-        ):
-            self.output_type = self.route.output_type()  # a HandoffRoute: Respond | its intents
         self.output_adapter()  # fail now on an output type pydantic cannot handle
         if self.hooks is not None:
             check_hooks(self.hooks, f"Agent({self.name!r}, hooks=...)")
         self.tool_map()  # fail now on duplicate or unusable tools
 
-    def _split_route(self, handoffs: Any) -> list[Any]:
-        """``handoffs=HandoffRoute(...)`` is ``route=``: the route moves there."""
+    def _split_route(self) -> tuple[list[Any], Route | None]:
+        """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``
+        is the same as ``route=``."""
+        handoffs = self.handoffs
         items = [handoffs] if _is_route(handoffs) else list(handoffs)
         routes = [h for h in items if _is_route(h)]
         if not routes:
-            return items
+            return items, self.route
         if len(items) > 1:
             raise UserError(
                 f"Agent {self.name!r}: handoffs mixes a HandoffRoute with other handoffs; give "
@@ -141,8 +137,17 @@ class Agent:
                 f"Agent {self.name!r}: a HandoffRoute is given both as handoffs= and as route=; "
                 "give it once."
             )
-        self.route = routes[0]
-        return []
+        return [], routes[0]
+
+    def handoff_list(self) -> list[Any]:
+        """The agents (or `Handoff` objects) the model may transfer to: ``handoffs``, or none
+        when ``handoffs`` is a `HandoffRoute`."""
+        return self._split_route()[0]
+
+    def routing(self) -> Route | None:
+        """The `HandoffRoute` that routes this agent's answer in code (given as ``route=`` or
+        as ``handoffs=``), or None."""
+        return self._split_route()[1]
 
     # -- derived configuration, computed when needed (tools may be assigned after construction)
 
@@ -150,10 +155,11 @@ class Agent:
         """The tools by name, functions and agents converted; duplicate names are an error."""
         derived = _derived(self)
         seen = derived.tools
-        if seen is not None and _same(seen[0], self.tools) and _same(seen[1], self.handoffs):
+        handoffs = self.handoffs if isinstance(self.handoffs, (list, tuple)) else ()
+        if seen is not None and _same(seen[0], self.tools) and _same(seen[1], handoffs):
             return seen[2]  # every run asks: the same tools as last time
         tools: dict[str, BaseTool] = {}
-        for item in [*self.tools, *(_handoff_tool(h) for h in self.handoffs)]:
+        for item in [*self.tools, *(_handoff_tool(h) for h in self.handoff_list())]:
             made = item.as_tool() if isinstance(item, Agent) else function_tool(item)
             if made.name in tools:
                 raise UserError(
@@ -161,7 +167,7 @@ class Agent:
                     "(tool(fn, name=...) or agent.as_tool(name=...))."
                 )
             tools[made.name] = made
-        derived.tools = (tuple(self.tools), tuple(self.handoffs), tools)
+        derived.tools = (tuple(self.tools), tuple(handoffs), tools)
         return tools
 
     def guardrails(self, stage: Literal["input", "output"]) -> tuple[Guardrail, ...]:
@@ -195,10 +201,14 @@ class Agent:
         """How the final answer is requested and validated (None: plain text)."""
         derived = _derived(self)
         seen = derived.output
-        if seen is not None and seen[0] is self.output_type:
-            return seen[1]
-        spec = output_spec(self.output_type)
-        derived.output = (self.output_type, spec)
+        if seen is not None and seen[:3] == (self.output_type, self.route, self.handoffs):
+            return seen[3]
+        answer = self.output_type
+        route = self.routing()
+        if answer is None and route is not None and hasattr(route, "output_type"):
+            answer = route.output_type()  # a HandoffRoute: Respond | its intents
+        spec = output_spec(answer)
+        derived.output = (self.output_type, self.route, self.handoffs, spec)
         return spec
 
     def as_tool(
@@ -279,7 +289,8 @@ class _Derived:
     from (a field may be reassigned after construction: then it is computed again)."""
 
     tools: tuple[tuple[Any, ...], tuple[Any, ...], dict[str, BaseTool]] | None = None
-    output: tuple[Any, OutputSpec | None] | None = None
+    output: tuple[Any, Any, Any, OutputSpec | None] | None = None
+    """The output adapter, with the output type, route and handoffs it was made from."""
     input_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
     output_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
     model: tuple[str, ModelClient] | None = None

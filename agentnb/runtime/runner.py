@@ -367,8 +367,9 @@ async def _turns(
                 )
                 state.messages.append(Message("user", reask, generated=True))
                 continue
-        if agent.route is not None:
-            routed = agent.route.apply(output, state)
+        route = agent.routing()
+        if route is not None:
+            routed = route.apply(output, state)
             if isinstance(routed, Transfer):
                 return NextStepHandoff(routed)
             output = routed
