@@ -122,6 +122,8 @@ class Agent:
         """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``
         is the same as ``route=``."""
         handoffs = self.handoffs
+        if not handoffs and isinstance(handoffs, (list, tuple)):  # most agents: nothing to split
+            return [], self.route
         items = [handoffs] if _is_route(handoffs) else list(handoffs)
         routes = [h for h in items if _is_route(h)]
         if not routes:
