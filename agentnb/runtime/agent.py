@@ -229,27 +229,30 @@ class Agent:
             name: The tool's name (default: the agent's name in snake case).
             description: What the caller's model is told the tool does (default: the
                 agent's ``description``).
-            max_turns: The sub-agent's turn limit for calls through this tool (default: the
+            **options: The options below (`agentnb.runtime.agent_tool.AsToolOptions`).
+
+        Keyword Args:
+            max_turns (int | None): The sub-agent's turn limit for calls through this tool (default: the
                 agent's own ``max_turns``).
-            timeout: Seconds before the caller is told the sub-agent did not answer.
-            max_tokens: A token budget for each call, the sub-agent's own sub-agents included;
+            timeout (float | None): Seconds before the caller is told the sub-agent did not answer.
+            max_tokens (int | None): A token budget for each call, the sub-agent's own sub-agents included;
                 exhausting it ends that call, not the run.
-            max_result_chars: The longest answer handed back; a longer one is cut, with a note
+            max_result_chars (int | None): The longest answer handed back; a longer one is cut, with a note
                 saying so (default 20,000, as for function tools; None: no limit).
-            input_schema: A pydantic model for structured input instead of the default
+            input_schema (type[BaseModel] | None): A pydantic model for structured input instead of the default
                 ``{input, artifacts}``.
-            input_builder: ``fn(parsed, run_context) -> str``: the sub-agent's input from the
+            input_builder (Callable | None): ``fn(parsed, run_context) -> str``: the sub-agent's input from the
                 parsed ``input_schema`` object (default: the object as JSON).
-            extractor: ``fn(result) -> str``: what goes back to the caller from the sub-agent's
+            extractor (Callable | None): ``fn(result) -> str``: what goes back to the caller from the sub-agent's
                 `RunResult` (default: its output as text).
-            needs_approval: ``True`` to ask the run's approver before every call, or
+            needs_approval (bool | Callable): ``True`` to ask the run's approver before every call, or
                 ``fn(ctx, arguments) -> bool`` (or ``fn(pending) -> bool``) to decide per
                 call; see `agentnb.Approval`.
-            input_guardrails: Tool guardrails ``fn(ctx, tool_name, arguments)`` run before
+            input_guardrails (list | None): Tool guardrails ``fn(ctx, tool_name, arguments)`` run before
                 each call (see `agentnb.ToolGuardrail`).
-            output_guardrails: Tool guardrails ``fn(ctx, tool_name, arguments, result)`` run
+            output_guardrails (list | None): Tool guardrails ``fn(ctx, tool_name, arguments, result)`` run
                 on the answer before the caller reads it.
-            propagate_guardrails: A guardrail tripped inside the sub-agent ends the whole run
+            propagate_guardrails (bool): A guardrail tripped inside the sub-agent ends the whole run
                 instead of becoming ``ERROR: ...`` text for the caller.
 
         Raises:
