@@ -394,3 +394,29 @@ async def test_a_tool_notices_its_function_was_replaced():
 
     made.fn = shout
     assert (await made.call({"text": "a"})).message == "A"
+
+
+def test_a_handoff_and_a_late_sub_agent_are_outcomes_too():
+    import asyncio
+
+    async def slow(request: a.ModelRequest) -> str:
+        await asyncio.sleep(1)
+        return "too late"
+
+    helper = a.Agent("helper", "Help.", a.FunctionModel(slow))
+    target = a.Agent("target", "Finish.", a.ScriptedModel([a.say("finished")]))
+    model = a.ScriptedModel([a.tool_call("helper", input="x"), a.tool_call("transfer_to_target")])
+    boss = a.Agent("boss", "Route.", model, [helper.as_tool(timeout=0.05)], handoffs=[target])
+    ended: list[a.ToolCallEnded] = []
+    result = a.run_sync(
+        boss, "go", on_event=lambda e: ended.append(e) if isinstance(e, a.ToolCallEnded) else None
+    )
+
+    assert result.ok and result.output == "finished"
+    assert model.requests[1].tool_results == ["ERROR: helper did not answer within 0.05 s."]
+    assert [(e.name, e.kind, e.ok) for e in ended] == [
+        ("helper", "error", False),
+        ("transfer_to_target", "handed_off", True),
+    ]
+    spans = {s.name: s.status for s in result.spans if s.kind == "tool_call"}
+    assert spans == {"helper": "timeout", "transfer_to_target": "ok"}
