@@ -34,7 +34,8 @@ class RunOptions:
     artifacts: Mapping[str, str] | None = None
     """Documents the agents can hand to sub-agents by handle (``"input"`` is reserved)."""
     max_turns: int | None = None
-    """The root agent's turn limit (None: the agent's own ``max_turns``)."""
+    """The root agent's turn limit (None: the agent's own ``max_turns``); in a pattern, that of
+    each run's agent."""
     timeout: float | None = None
     """Wall-clock seconds for the run; a shortcut for ``Limits(timeout=...)``."""
     approver: Any = None
@@ -42,7 +43,8 @@ class RunOptions:
     deps: Any = None
     """Anything the tools need, reached as ``ctx.run.deps`` in a tool."""
     run_id: str | None = None
-    """The run's id (None: 12 random hex digits)."""
+    """The run's id (None: 12 random hex digits). A pattern gives it to every run it makes;
+    its tables tell the runs apart by their part column."""
     listeners: Sequence[Listener] = ()
     """Called as ``listener(event, span)`` when any span starts or ends (live widgets)."""
     model: ModelClient | str | None = None
