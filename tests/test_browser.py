@@ -182,7 +182,7 @@ SEE_WIDGETS = """() => {
     }
     for (const el of root.querySelectorAll('.agentnb-monitor-text')) {
       const text = el.textContent;
-      if (text && !window.agentnbStreamTexts.includes(text)) window.agentnbStreamTexts.push(text);
+      if (text && window.agentnbStreamTexts.at(-1) !== text) window.agentnbStreamTexts.push(text);
     }
   };
   new MutationObserver((records) => {
@@ -267,8 +267,8 @@ def _run_all(page: Any, url: str) -> list[dict[str, Any]]:
     """Open a notebook, clear its saved outputs, run every cell and wait for the last one."""
     page.goto(url, timeout=WAIT_MS)
     page.wait_for_function(KERNEL_IDLE, timeout=WAIT_MS)
-    page.evaluate(SEE_WIDGETS)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate(SEE_WIDGETS)  # after the saved outputs are gone: only what this run draws
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     page.wait_for_function(ALL_RAN, timeout=2 * WAIT_MS, polling=500)
     return list(page.evaluate(OUTPUTS))
