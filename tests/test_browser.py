@@ -172,6 +172,7 @@ SEE_WIDGETS = """() => {
   // each distinct text the monitor showed as a model's answer streamed in, in order.
   window.agentnbWidgetsSeen = new Set();
   window.agentnbStreamTexts = [];
+  window.agentnbFinishedTexts = [];
   // Nodes removed before the observer ran (a monitor closed just after its last picture, on a
   // loaded machine) are read from the mutation records, so no picture goes unseen.
   const see = (root) => {
@@ -183,6 +184,12 @@ SEE_WIDGETS = """() => {
     for (const el of root.querySelectorAll('.agentnb-monitor-text')) {
       const text = el.textContent;
       if (text && window.agentnbStreamTexts.at(-1) !== text) window.agentnbStreamTexts.push(text);
+    }
+    // The text beside every picture of the monitor that says the run is finished.
+    for (const el of root.querySelectorAll('.agentnb-monitor')) {
+      if (!el.textContent.includes('\u2714')) continue;
+      const texts = [...el.querySelectorAll('.agentnb-monitor-text')].map(t => t.textContent);
+      window.agentnbFinishedTexts.push(texts.join(' | '));
     }
   };
   new MutationObserver((records) => {
@@ -327,6 +334,9 @@ def test_notebooks_01_and_04_run_clean_in_jupyterlab(lab_url: str, tmp_path: Pat
             assert texts[-1] == QUICKSTART_ANSWER, texts
             for earlier, later in zip(texts, texts[1:], strict=False):
                 assert len(earlier) < len(later) and later.startswith(earlier), texts
+            # Whenever the monitor said the run was finished, it showed the whole answer.
+            finished = page.evaluate("() => window.agentnbFinishedTexts")
+            assert all(text == QUICKSTART_ANSWER for text in finished), finished
             result = page.locator(".agentnb-result").first
             result.scroll_into_view_if_needed()
             assert "reviewer answered · 2 model calls" in result.inner_text()
