@@ -219,11 +219,11 @@ def test_run_live_gives_the_monitor_every_delta_before_the_run_s_end(dummy_comm)
     threads: dict[str, set[str]] = {"span": set(), "event": set()}
 
     class Spy(RunMonitor):
-        def listener(self, event, span):  # type: ignore[no-untyped-def]
+        def listener(self, event: str, span: object) -> None:
             threads["span"].add(threading.current_thread().name)
             super().listener(event, span)
 
-        def on_event(self, event):  # type: ignore[no-untyped-def]
+        def on_event(self, event: object) -> None:
             threads["event"].add(threading.current_thread().name)
             super().on_event(event)
 
