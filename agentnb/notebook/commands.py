@@ -122,8 +122,9 @@ def run_live(
     the result (``monitor=False`` for none, or pass your own).
 
     The run happens on agentnb's background loop (`agentnb.run_sync`; streamed, with the
-    monitor as its ``on_event``), so it works while Jupyter's own loop is running, and Kernel -> Interrupt
-    cancels every sub-agent and returns the partial result (``ok=False``, `RunCancelled`).
+    monitor as its ``on_event``), so it works while Jupyter's own loop is running, and
+    Kernel -> Interrupt cancels every sub-agent and returns the partial result (``ok=False``,
+    `RunCancelled`).
     Streamed, the monitor shows each agent's text as its model writes it, and every call has
     its ``ttft_s``. Does not display the result: the caller does (``%%agent_run`` puts it in
     the monitor's place, `RunMonitor.replace`). ``run_id`` fixes the run's id (random
