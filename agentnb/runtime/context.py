@@ -96,7 +96,6 @@ class RunContext:
             options.deps,
             max_turns=options.max_turns,
         )
-        ctx.trace.listeners.extend(options.listeners)  # live widgets: see `notebook.RunMonitor`
         return ctx
 
     @property

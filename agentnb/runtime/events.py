@@ -10,15 +10,23 @@ and to the hooks (`agentnb.Hooks`) of the run and of the agent. The sink is a st
 (`agentnb.run_streamed`) or the ``on_event`` callback a run or a pattern was given. A hook or
 an ``on_event`` callback that raises (any ``BaseException``) ends the run: its exception
 travels as `CallbackRaised` and becomes ``RunResult.error``.
+
+The events are the one way to watch a run: besides the points above, every span of the trace
+(the run, each agent, model call, tool call, approval and guardrail) starts with a
+`SpanStarted` and ends with a `SpanEnded`, which carry its id and its parent's, so a consumer
+rebuilds the span tree from the stream alone (`agentnb.RunMonitor` does). The trace tells the
+run of its spans through one hook (`Trace.on_span`) installed only when there is a sink.
+Trace listeners ``fn(event, span)`` (``run(listeners=...)``) are deprecated: `listening` turns
+them into a sink of span events.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, stream_of
@@ -29,7 +37,7 @@ if TYPE_CHECKING:
     from ..models.base import ModelClient
     from ..models.types import ModelRequest
     from ..trace.calls import CallRow
-    from ..trace.spans import Span
+    from ..trace.spans import Listener, Span, SpanKind
     from .agent import Agent
     from .context import RunContext
     from .hooks import Hooks
@@ -115,7 +123,97 @@ class RunEnded(Event):
     result: Any
 
 
+@dataclass(frozen=True, slots=True)
+class SpanStarted(Event):
+    """A span of the trace began (``time`` is its ``started``). ``parent_id`` places it in the
+    tree: the stream's span events rebuild ``result.spans``. ``span`` is the live `Span`, whose
+    ``attrs`` fill in as the run goes on."""
+
+    parent_id: str | None
+    kind: SpanKind
+    name: str
+    span: Span = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEnded(Event):
+    """A span ended (``time`` is its ``ended``) with ``status`` (``ok``, ``error``, ``timeout``,
+    ``refused`` or ``cancelled``). A model call's sizes are on ``span.attrs`` just after."""
+
+    parent_id: str | None
+    kind: SpanKind
+    name: str
+    status: str
+    span: Span = field(repr=False, compare=False)
+
+
 Sink = Callable[[Event], None]
+
+
+def span_event(change: Literal["start", "end"] | str, span: Span) -> SpanStarted | SpanEnded:
+    """The event of a span's start or end."""
+    where = (span.agent, span.path, span.depth, span.span_id)
+    if change == "start":
+        return SpanStarted(*where, span.started, span.parent_id, span.kind, span.name, span)
+    ended = span.ended if span.ended is not None else span.started
+    return SpanEnded(*where, ended, span.parent_id, span.kind, span.name, span.status, span)
+
+
+def watch_spans(ctx: RunContext) -> None:
+    """Send the spans of the run's trace to its sink as `SpanStarted` / `SpanEnded` (nothing to
+    do when the run has no sink: its spans then cost one check each)."""
+    events = ctx.events
+    if events is None or events.sink is None:
+        ctx.trace.on_span = None
+        return
+    sink = events.sink
+
+    def on_span(change: str, span: Span) -> None:
+        sink(span_event(change, span))
+
+    ctx.trace.on_span = on_span
+
+
+def listening(listeners: Sequence[Listener]) -> Sink:
+    """A sink that calls deprecated trace listeners ``fn(event, span)`` with the span events.
+
+    As before, one that raises is not called again, the others are still told, and the first
+    exception ends the run."""
+    live = list(listeners)
+
+    def sink(event: Event) -> None:
+        if isinstance(event, SpanStarted):
+            change = "start"
+        elif isinstance(event, SpanEnded):
+            change = "end"
+        else:
+            return
+        failed: BaseException | None = None
+        for listener in list(live):
+            try:
+                listener(change, event.span)
+            except BaseException as exc:  # user code: even SystemExit must not escape the run
+                live.remove(listener)
+                failed = failed or exc
+        if failed is not None:
+            raise CallbackRaised(failed)
+
+    return sink
+
+
+def both(first: Sink | None, second: Sink | None) -> Sink | None:
+    """One sink that sends each event to ``first``, then to ``second`` (either may be None).
+    What the first raises still reaches the second before it ends the run."""
+    if first is None or second is None:
+        return first or second
+
+    def sink(event: Event) -> None:
+        try:
+            first(event)
+        finally:
+            second(event)
+
+    return sink
 
 
 def subscriber(on_event: Sink) -> Sink:
@@ -138,13 +236,17 @@ def run_ended(ctx: RunContext, agent: Agent, result: RunResult) -> RunEnded:
 
 
 class RunEvents:
-    """Where one agent's points go: a stream's ``sink`` and ``hooks`` (the run's, then its own)."""
+    """Where one agent's points go: a stream's ``sink`` and ``hooks`` (the run's, then its own).
+    ``streams``: whether model calls are streamed (text deltas sent, ``ttft_s`` timed)."""
 
-    __slots__ = ("hooks", "sink")
+    __slots__ = ("hooks", "sink", "streams")
 
-    def __init__(self, sink: Sink | None = None, hooks: tuple[Hooks, ...] = ()) -> None:
+    def __init__(
+        self, sink: Sink | None = None, hooks: tuple[Hooks, ...] = (), *, streams: bool = True
+    ) -> None:
         self.sink = sink
         self.hooks = hooks
+        self.streams = streams and sink is not None
 
     async def agent_started(self, ctx: RunContext, state: AgentRun) -> None:
         if self.sink is not None:
@@ -171,7 +273,7 @@ class RunEvents:
         span: Span,
     ) -> ModelResponse:
         """The model's response; streamed (text deltas sent, first delta timed) for a stream."""
-        if self.sink is None:
+        if not self.streams or self.sink is None:
             return await model.request(request)
         return await _streamed(model, request, ctx, state, span, self.sink)
 
@@ -223,7 +325,8 @@ def events_for(ctx: RunContext, agent: Agent) -> RunEvents | None:
     run = ctx.events
     if run is None:
         return RunEvents(None, (own,))
-    return RunEvents(run.sink, run.hooks if own in run.hooks else (*run.hooks, own))
+    hooks = run.hooks if own in run.hooks else (*run.hooks, own)
+    return RunEvents(run.sink, hooks, streams=run.streams)
 
 
 async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:

@@ -34,7 +34,16 @@ from ._tasks import run_concurrently
 from .agent import Agent, model_client
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
-from .events import RunEvents, events_for, handed_off, run_ended, subscriber
+from .events import (
+    RunEvents,
+    both,
+    events_for,
+    handed_off,
+    listening,
+    run_ended,
+    subscriber,
+    watch_spans,
+)
 from .guardrails import first_call, run_guardrails, start_input_checks
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
@@ -66,12 +75,12 @@ async def run(
     ``artifacts`` are documents the agents can hand to sub-agents by handle (the input itself
     is the handle ``"input"``). ``timeout`` and ``max_turns`` are shortcuts for the run's
     wall-clock limit and the root agent's turn limit. ``approver`` decides calls that need
-    approval; ``deps`` is whatever the tools need. ``listeners`` are called as
-    ``listener(event, span)`` when any span starts or ends (live widgets use them).
+    approval; ``deps`` is whatever the tools need.
     ``model`` is the model of every agent of the run that has none (sub-agents included);
     ``model_settings`` override the agents' own `ModelSettings` field by field.
     ``hooks`` (an `agentnb.Hooks`) see every agent of the run; ``on_event`` is called with
-    each event `run_streamed` would yield. A hook, listener or ``on_event`` that raises
+    each event `run_streamed` would yield, the start and end of every span included
+    (``listeners``, the older ``fn(event, span)`` form, are deprecated). A hook or ``on_event`` that raises
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
     """
@@ -102,16 +111,23 @@ def start_context(
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
-    if options.hooks is not None or options.on_event is not None:
-        sink = subscriber(options.on_event) if options.on_event is not None else None
-        ctx.events = RunEvents(sink, (options.hooks,) if options.hooks is not None else ())
+    on_event = options.on_event
+    if options.hooks is not None or on_event is not None or options.listeners:
+        sink = both(
+            subscriber(on_event) if on_event is not None else None,
+            listening(options.listeners) if options.listeners else None,
+        )
+        streams = options.stream if options.stream is not None else on_event is not None
+        hooks = (options.hooks,) if options.hooks is not None else ()
+        ctx.events = RunEvents(sink, hooks, streams=streams)
+        watch_spans(ctx)
     return ctx
 
 
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
     """Run the root agent in a context from `start_context`; see `run`."""
     trace = ctx.trace
-    raised: BaseException | None = None  # by a listener told of the run's start
+    raised: BaseException | None = None  # by an on_event told of the run's start
     try:
         root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
     except CallbackRaised as exc:
@@ -141,7 +157,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         raise
     except AgentRunError as exc:
         error = exc
-    except CallbackRaised as exc:  # a hook or a listener raised: its exception is the error
+    except CallbackRaised as exc:  # a hook or an on_event raised: its exception is the error
         error = exc.error
     except BaseException as exc:  # user code or a client raised (SystemExit too): report it
         error = exc
@@ -160,11 +176,12 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
 def _finish(
     ctx: RunContext, state: AgentRun, status: str, error: BaseException | None = None
 ) -> BaseException | None:
-    """Close the run's spans and log its end; returns what a listener raised meanwhile."""
+    """Close the run's spans and log its end; returns what an on_event raised meanwhile."""
     if state in ctx.active:
         ctx.active.remove(state)
     late = None
-    for _ in range(len(ctx.trace.listeners) + 1):  # a listener that raises is dropped: retry
+    # A watcher that raises at a span's end has ended that span: each retry has fewer to close.
+    for _ in range(len(ctx.trace.spans) + 1):
         try:
             _close(ctx, status)
             break

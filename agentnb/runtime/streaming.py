@@ -26,7 +26,16 @@ from ..models.types import Message, Usage
 from ._loop import background_loop, blocking, in_background_loop, take
 from .agent import Agent
 from .context import RunContext
-from .events import Event, RunEnded, RunEvents, Sink, being_cancelled, run_ended
+from .events import (
+    Event,
+    RunEnded,
+    RunEvents,
+    Sink,
+    being_cancelled,
+    both,
+    run_ended,
+    watch_spans,
+)
 from .options import RunKeywords, RunOptions
 from .result import RunResult
 from .runner import build_result, execute, start_context
@@ -121,9 +130,11 @@ class RunStream(Generic[T]):
         self._seen_end = False
         self._done = False
         self._error: BaseException | None = None
-        if ctx is not None:
+        if ctx is not None:  # the stream is the run's sink (before the deprecated listeners)
             run = ctx.events
-            ctx.events = RunEvents(self._emit, run.hooks if run is not None else ())
+            hooks, theirs = (run.hooks, run.sink) if run is not None else ((), None)
+            ctx.events = RunEvents(both(self._emit, theirs), hooks)
+            watch_spans(ctx)
 
     async def result(self) -> T:
         """The `RunResult` (or the pattern's result), once it ends. A run's never raises once

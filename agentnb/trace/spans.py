@@ -56,6 +56,8 @@ class Span:
 
 
 Listener = Callable[[str, Span], None]
+"""``fn(event, span)`` with ``event`` ``"start"`` or ``"end"``: how the trace tells the run that
+a span started or ended (the runtime turns it into `agentnb.SpanStarted` / `SpanEnded`)."""
 
 
 class Trace:
@@ -71,9 +73,10 @@ class Trace:
         self.call_rows: list[CallRow] = []
         """One `CallRow` per model call, in the order the calls finished."""
         self.events: list[dict[str, Any]] = []
-        self.listeners: list[Listener] = []
-        """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them.
-        One that raises is removed, and the run ends with its exception as the error."""
+        self.on_span: Listener | None = None
+        """Told ``("start" | "end", span)`` of every span, when someone watches the run: the
+        runtime installs it to send the span events of the run's stream (None otherwise, and
+        then a span costs one check). What it raises ends the run, as `CallbackRaised`."""
         self._count = 0
         self._open: dict[str, Span] = {}
         # Spans not ended yet, in start order: closing what a finished sub-agent left open
@@ -117,7 +120,7 @@ class Trace:
         )
         self.spans.append(span)
         self._open[span_id] = span
-        if self.listeners:
+        if self.on_span is not None:
             self._notify("start", span)
         return span
 
@@ -127,7 +130,7 @@ class Trace:
         self._open.pop(span.span_id, None)
         if attrs:
             span.attrs.update(attrs)
-        if self.listeners:
+        if self.on_span is not None:
             self._notify("end", span)
 
     @contextmanager
@@ -144,17 +147,14 @@ class Trace:
             raise
 
     def _notify(self, event: str, span: Span) -> None:
-        """Call every listener. One that raises is not called again, and its exception ends
-        the run (raised as `CallbackRaised` once the others have been told)."""
-        failed: BaseException | None = None
-        for listener in list(self.listeners):
-            try:
-                listener(event, span)
-            except BaseException as exc:  # user code: even SystemExit must not escape the run
-                self.listeners.remove(listener)
-                failed = failed or exc
-        if failed is not None:
-            raise CallbackRaised(failed)
+        """Tell the watcher; what it raises travels as `CallbackRaised` (the run's error)."""
+        assert self.on_span is not None
+        try:
+            self.on_span(event, span)
+        except CallbackRaised:
+            raise
+        except BaseException as exc:  # user code: even SystemExit must not escape the run
+            raise CallbackRaised(exc) from None
 
     def close_open_under(self, root: Span, status: str) -> None:
         """End every running span below ``root`` (a sub-agent that timed out or failed)."""
