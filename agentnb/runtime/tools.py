@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from ..errors import UserError
 from ..models import checks
@@ -183,7 +184,12 @@ def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
 
 
 def to_text(value: Any) -> str:
-    """How a tool's return value reaches the model: text as is, models and data as JSON."""
+    """How a tool's return value reaches the model: text as is, models and data as JSON.
+
+    Plain JSON data (dicts, lists, numbers) is written by `json.dumps`; anything holding what
+    pydantic can serialise (models, dataclasses, dates, in lists or dicts) is written as
+    pydantic writes a single model (`to_jsonable_python`'s rules, compact), never as a
+    Python repr; an object neither knows becomes its ``str``."""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
@@ -191,8 +197,12 @@ def to_text(value: Any) -> str:
     if value is None:
         return ""
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except TypeError:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return to_json(value, fallback=str).decode()
+    except (PydanticSerializationError, TypeError, ValueError):
         return str(value)
 
 
