@@ -10,6 +10,7 @@ from ..errors import UserError
 from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings, check_settings
+from .callbacks import check_callable
 from .guardrails import Guardrail, as_guardrails
 from .hooks import check_hooks
 from .output import OutputSpec, output_spec
@@ -118,6 +119,9 @@ class Agent:
         self.output_adapter()  # fail now on an output type pydantic cannot handle
         if self.hooks is not None:
             check_hooks(self.hooks, f"Agent({self.name!r}, hooks=...)")
+        if callable(self.instructions):
+            where = f"Agent({self.name!r}, instructions=...)"
+            check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
         self.tool_map()  # fail now on duplicate or unusable tools
 
     def _split_route(self, handoffs: Any) -> list[Any]:

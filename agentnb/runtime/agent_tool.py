@@ -171,8 +171,8 @@ class AgentTool(BaseTool):
                 raise UserError(f"as_tool({label}=...) must be a function, got {fn!r}")
         check_needs_approval(needs_approval, "as_tool")
         guards = (
-            check_tool_guardrails(input_guardrails, "as_tool(input_guardrails=...)"),
-            check_tool_guardrails(output_guardrails, "as_tool(output_guardrails=...)"),
+            check_tool_guardrails(input_guardrails, "as_tool(input_guardrails=...)", "input"),
+            check_tool_guardrails(output_guardrails, "as_tool(output_guardrails=...)", "output"),
         )
         if not isinstance(propagate_guardrails, bool):
             raise UserError(

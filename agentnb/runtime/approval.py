@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from ..errors import NoApprover, UserError
 from ..models import checks
+from .callbacks import check_callable
 from .tool_context import ToolCallContext
-from .tools import BaseTool
+from .tools import APPROVAL_FORMS, BaseTool
 
 if TYPE_CHECKING:
     from .agent_tool import AgentTool
@@ -151,12 +152,15 @@ async def check_tool_approval(
 
 
 def check_needs_approval(value: Any, where: str) -> None:
-    """A `UserError` unless ``value`` is True, False or a callable."""
+    """A `UserError` unless ``value`` is True, False or a callable taking ``(ctx, arguments)``
+    or ``(pending)``."""
     if value is not True and value is not False and not callable(value):
         raise UserError(
             f"{where}(needs_approval=...) must be True, False or a callable "
             f"(ctx, arguments) -> bool, got {value!r}"
         )
+    if callable(value):
+        check_callable(value, f"{where}(needs_approval=...)", *APPROVAL_FORMS)
 
 
 async def decide(

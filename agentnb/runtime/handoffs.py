@@ -29,6 +29,7 @@ from ..models import checks
 from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
+from .callbacks import check_callable
 from .handoff_filters import HistoryFilter, last_messages
 from .tool_context import ToolCallContext
 from .tool_schema import clean_schema
@@ -120,6 +121,8 @@ class Handoff:
             raise UserError(
                 "Handoff(input_filter=...) must be a function list[Message] -> list[Message]"
             )
+        if self.input_filter is not None:
+            check_callable(self.input_filter, "Handoff(input_filter=...)", ("messages",))
         checks.text(self.tool_name, "Handoff(tool_name=...)", optional=True)
         checks.text(self.description, "Handoff(description=...)", optional=True)
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):

@@ -16,6 +16,7 @@ from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings
 from ..trace.spans import Listener
+from .callbacks import check_callable
 from .context import Limits
 from .hooks import Hooks, check_hooks
 
@@ -80,6 +81,10 @@ class RunOptions:
             raise UserError(f"run_id must be a non-empty string or None, got {self.run_id!r}")
         if self.hooks is not None:
             check_hooks(self.hooks, "run(hooks=...)")
+        if self.approver is not None:
+            check_callable(self.approver, "run(approver=...)", ("pending",))
+        if self.on_event is not None:
+            check_callable(self.on_event, "run(on_event=...)", ("event",))
         if self.on_event is not None and not callable(self.on_event):
             raise UserError(
                 f"on_event must be a function on_event(event), got {type(self.on_event).__name__}"

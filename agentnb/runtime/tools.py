@@ -21,6 +21,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from ..errors import UserError
 from ..models import checks
 from ..models.types import ToolSpec
+from .callbacks import check_callable
 from .tool_context import ToolCallContext
 from .tool_schema import arguments_model, clean_schema, json_safe, parse_docstring
 from .transfer import Transfer
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 DEFAULT_MAX_RESULT_CHARS = 20_000
+APPROVAL_FORMS = (("ctx", "arguments"), ("pending",))
+"""How a ``needs_approval`` callable is called: ``fn(ctx, arguments)`` or ``fn(pending)``."""
 
 
 @dataclass(eq=False)
@@ -301,13 +304,22 @@ def function_tool(
     from .tool_guardrails import check_tool_guardrails
 
     guards = (
-        check_tool_guardrails(input_guardrails, f"tool {tool_name!r}: input_guardrails"),
-        check_tool_guardrails(output_guardrails, f"tool {tool_name!r}: output_guardrails"),
+        check_tool_guardrails(input_guardrails, f"tool {tool_name!r}: input_guardrails", "input"),
+        check_tool_guardrails(
+            output_guardrails, f"tool {tool_name!r}: output_guardrails", "output"
+        ),
     )
     if needs_approval is not True and needs_approval is not False and not callable(needs_approval):
         raise UserError(
             f"tool {tool_name!r}: needs_approval must be True, False or a callable "
             f"(ctx, arguments) -> bool, got {needs_approval!r}"
+        )
+    if callable(needs_approval):
+        check_callable(
+            needs_approval,
+            f"tool {tool_name!r}: needs_approval",
+            APPROVAL_FORMS[0],
+            APPROVAL_FORMS[1],
         )
     summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
     text = description or summary
