@@ -42,7 +42,8 @@ def test_the_monitor_ends_with_every_agent_its_calls_and_characters(dummy_comm):
     assert repr(monitor) == "RunMonitor('coord')"  # text/plain: the same in every run
 
 
-def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
+async def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
+    # async: a loop runs here, as in a Jupyter cell, so run_sync uses agentnb's background loop
     threads: list[str] = []
 
     class Spy(RunMonitor):
@@ -154,7 +155,11 @@ def test_a_streamed_run_shows_each_agent_s_text_in_the_monitor(dummy_comm):
     monitor.finish(event.result)
 
     texts = {path: row.text for path, row in monitor.rows.items()}
-    assert texts == {"coord": "all checked", "coord/expert0": "finding 0", "coord/expert1": "finding 1"}
+    assert texts == {
+        "coord": "all checked",
+        "coord/expert0": "finding 0",
+        "coord/expert1": "finding 1",
+    }
     html = monitor.render(0.0)
     assert "coord/expert1:</span> finding 1</td>" in html and '">all checked</td>' in html
 

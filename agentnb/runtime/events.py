@@ -88,7 +88,9 @@ class ToolCallEnded(Event):
 
 @dataclass(frozen=True, slots=True)
 class HandoffEvent(Event):
-    """``source`` handed the conversation to ``target`` (the event is the source's)."""
+    """``source`` handed the conversation to ``target`` (the event is the source's, in its
+    span). A handoff is not a tool call: no `ToolCallStarted` / `ToolCallEnded` is sent for
+    its ``transfer_to_<name>`` call."""
 
     source: str
     target: str
@@ -200,14 +202,6 @@ class RunEvents:
         if self.hooks:
             await self._hooks("on_tool_end", ctx, state.agent, call.name, text)
 
-    async def handoff(self, ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
-        if self.sink is not None:
-            self.sink(HandoffEvent(*_where(ctx, state, state.span), source.name, target.name))
-        hooks = self.hooks
-        if target.hooks is not None and target.hooks not in hooks:  # a handoff *to* the agent
-            hooks = (*hooks, target.hooks)
-        await _call_hooks(hooks, "on_handoff", ctx, source, target)
-
     async def _hooks(self, name: str, *args: Any) -> None:
         await _call_hooks(self.hooks, name, *args)
 
@@ -224,10 +218,17 @@ def events_for(ctx: RunContext, agent: Agent) -> RunEvents | None:
 
 
 async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
-    """A handoff from ``source`` (still ``state.agent``) to ``target``."""
-    events = state.events if state.events is not None else events_for(ctx, target)
-    if events is not None:
-        await events.handoff(ctx, state, source, target)
+    """A handoff from ``source`` (still ``state.agent``) to ``target``: a `HandoffEvent` (the
+    source's, in its span) and ``on_handoff`` of the run's hooks and of the *receiving* agent's
+    own hooks, as openai-agents calls it (the source's own hooks are not told)."""
+    run = ctx.events
+    if run is not None and run.sink is not None:
+        run.sink(HandoffEvent(*_where(ctx, state, state.span), source.name, target.name))
+    hooks = run.hooks if run is not None else ()
+    if target.hooks is not None and target.hooks not in hooks:
+        hooks = (*hooks, target.hooks)
+    if hooks:
+        await _call_hooks(hooks, "on_handoff", ctx, source, target)
 
 
 async def _call_hooks(hooks: tuple[Hooks, ...], name: str, *args: Any) -> None:

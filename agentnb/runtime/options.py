@@ -83,7 +83,7 @@ class RunOptions:
             check_hooks(self.hooks, "run(hooks=...)")
         if self.approver is not None:
             check_callable(self.approver, "run(approver=...)", ("pending",))
-        if self.on_event is not None:
+        if self.on_event is not None and callable(self.on_event):
             check_callable(self.on_event, "run(on_event=...)", ("event",))
         if self.on_event is not None and not callable(self.on_event):
             raise UserError(

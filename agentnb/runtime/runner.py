@@ -38,6 +38,7 @@ from .context import Limits, RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .events import Event, RunEvents, events_for, handed_off, run_ended, subscriber
 from .guardrails import Guardrail, check_all, first_call, start_input_checks
+from .handoffs import HandoffTool
 from .hooks import Hooks
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
@@ -574,10 +575,10 @@ async def _run_tool(
         call_id=call.id,
         args_chars=len(call.arguments),
     )
-    events = state.events
+    tool = tools.get(call.name)
+    events = state.events if not isinstance(tool, HandoffTool) else None  # not a tool's events
     if events is not None:
         await events.tool_started(ctx, state, span, call)
-    tool = tools.get(call.name)
     tcx = ToolCallContext(ctx, span, call.id, state)
     with trace.ends_on_failure(span):
         if tool is None:
