@@ -14,6 +14,7 @@ from .callbacks import check_callable
 from .guardrails import Guardrail, as_guardrails
 from .hooks import check_hooks
 from .output import OutputSpec, output_spec
+from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
 from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, function_tool
 
@@ -86,6 +87,10 @@ class Agent:
     """Checks of the agent's final, validated output."""
     hooks: Hooks | None = None
     """`agentnb.Hooks` that see this agent only (``run(..., hooks=...)`` sees every agent)."""
+    output_validators: Sequence[Callable[..., Any]] = ()
+    """``fn(ctx, output) -> output`` (sync or async), run on the final, validated output;
+    raising ``agentnb.ModelRetry("why")`` makes the model try again (bounded by
+    ``output_retries``). See `agentnb.runtime.output_validators`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -119,6 +124,9 @@ class Agent:
         self.output_adapter()  # fail now on an output type pydantic cannot handle
         if self.hooks is not None:
             check_hooks(self.hooks, f"Agent({self.name!r}, hooks=...)")
+        self.output_validators = check_output_validators(
+            self.output_validators, f"Agent({self.name!r}, output_validators=...)"
+        )
         if callable(self.instructions):
             where = f"Agent({self.name!r}, instructions=...)"
             check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
@@ -201,6 +209,7 @@ class Agent:
         input_guardrails: Sequence[Callable[..., Any]] | None = None,
         output_guardrails: Sequence[Callable[..., Any]] | None = None,
         propagate_guardrails: bool = False,
+        is_enabled: Any = True,
     ) -> AgentTool:
         """This agent as a tool another agent can call, governed at the boundary.
 
@@ -234,13 +243,17 @@ class Agent:
                 on the answer before the caller reads it.
             propagate_guardrails: A guardrail tripped inside the sub-agent ends the whole run
                 instead of becoming ``ERROR: ...`` text for the caller.
+            is_enabled: ``False`` or ``fn(ctx, agent) -> bool`` (asked each time the calling
+                agent starts) to offer the tool only in some runs.
 
         Raises:
             UserError: an option has a value it does not accept.
         """
         from .agent_tool import AgentTool
+        from .enabled import check_is_enabled
 
-        return AgentTool.build(
+        check_is_enabled(is_enabled, "as_tool")
+        made = AgentTool.build(
             self,
             name=name,
             description=description,
@@ -256,6 +269,8 @@ class Agent:
             output_guardrails=output_guardrails,
             propagate_guardrails=propagate_guardrails,
         )
+        made.is_enabled = is_enabled
+        return made
 
     def clone(self, **changes: Any) -> Agent:
         """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""

@@ -33,6 +33,7 @@ from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
 from .callbacks import check_callable
+from .enabled import check_is_enabled
 from .events import being_cancelled
 from .handoff_filters import HistoryFilter, last_messages
 from .tool_context import ToolCallContext
@@ -112,6 +113,9 @@ class Handoff:
     on_handoff: Callable[..., Any] | None = None
     """Called when control passes (sync or async): ``fn(ctx, input)`` with the validated
     ``input_type`` object, or ``fn(ctx)`` without one. What it raises ends the run."""
+    is_enabled: Any = True
+    """``True``, ``False`` or ``fn(ctx, agent) -> bool``, asked each time the source agent
+    starts: a handoff not enabled is not offered."""
 
     def __post_init__(self) -> None:
         from .agent import Agent
@@ -130,6 +134,7 @@ class Handoff:
             )
         if self.input_filter is not None:
             check_callable(self.input_filter, "Handoff(input_filter=...)", ("messages",))
+        check_is_enabled(self.is_enabled, "Handoff")
         if self.on_handoff is not None:
             form = ("ctx", "input") if self.input_type is not None else ("ctx",)
             check_callable(self.on_handoff, "Handoff(on_handoff=...)", form)
@@ -204,7 +209,7 @@ class Handoff:
             if self.input_type is not None
             else {"type": "object", "properties": {}}
         )
-        return HandoffTool(self.name, description, parameters, self)
+        return HandoffTool(self.name, description, parameters, self, is_enabled=self.is_enabled)
 
     def __repr__(self) -> str:
         extra = "" if self.config == HandoffConfig() else f", config={self.config}"

@@ -19,6 +19,7 @@ from ..errors import (
     BudgetExceeded,
     CallbackRaised,
     MaxTurnsExceeded,
+    ModelRetry,
     OutputValidationError,
     RunCancelled,
     RunTimeout,
@@ -36,6 +37,7 @@ from .agent import Agent
 from .approval import Approver
 from .context import Limits, RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
+from .enabled import enabled_tools
 from .events import Event, RunEvents, events_for, handed_off, run_ended, subscriber
 from .guardrails import Guardrail, check_all, first_call, start_input_checks
 from .handoffs import HandoffTool
@@ -44,6 +46,7 @@ from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunOptions
 from .output import validation_errors
+from .output_validators import retried, validated_output
 from .prompt import section_sizes
 from .result import RunResult
 from .settings import after_tool_calls, stopping_call, turn_settings
@@ -331,7 +334,7 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
 async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     agent = state.agent
     model = resolve_model(agent, ctx.default_model)
-    tools = agent.tool_map()
+    tools = await enabled_tools(agent.tool_map(), ctx, agent)
     specs = [t.spec for t in tools.values()]
     structured = agent.output_adapter()
     schema = structured.schema if structured else None
@@ -404,6 +407,18 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
                     "Reply again with only a JSON object that matches the schema."
                 )
                 state.messages.append(Message("user", reask, generated=True))
+                continue
+        if agent.output_validators:
+            try:
+                output = await validated_output(agent.output_validators, ctx, output)
+            except ModelRetry as exc:
+                if reasks >= agent.output_retries or turn == max_turns:
+                    raise OutputValidationError(
+                        f"{agent.name}'s answer was refused by its output validator after "
+                        f"{reasks + 1} attempt(s): {exc}"
+                    ) from None
+                reasks += 1
+                retried(state, ctx, str(exc))
                 continue
         if agent.route is not None:
             routed = agent.route.apply(output, state)

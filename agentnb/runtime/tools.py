@@ -52,6 +52,9 @@ class BaseTool(ABC):
     """``fn(ctx, tool_name, arguments, result_text) -> ToolGuardrail``."""
     needs_approval: Any = field(default=False, kw_only=True)
     """``True`` or ``fn(ctx, arguments) -> bool`` (sync or async): ask the run's approver first."""
+    is_enabled: Any = field(default=True, kw_only=True)
+    """``True``, ``False`` or ``fn(ctx, agent) -> bool`` (sync or async), asked each time the
+    agent starts: a tool not enabled is not offered (see `agentnb.runtime.enabled`)."""
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     approval_here: ClassVar[bool] = True
@@ -243,6 +246,7 @@ def tool(
     needs_approval: Any = False,
     input_guardrails: Sequence[Callable[..., Any]] | None = None,
     output_guardrails: Sequence[Callable[..., Any]] | None = None,
+    is_enabled: Any = True,
 ) -> Any:
     """Make a tool of a sync or async function: ``@tool`` or ``@tool(name=..., ...)``.
 
@@ -252,7 +256,8 @@ def tool(
     parameter section (Google, NumPy or Sphinx style). Sync functions run in a worker thread,
     off the event loop. ``needs_approval`` (True or ``fn(ctx, arguments) -> bool``) asks the
     run's approver before each call; ``input_guardrails`` / ``output_guardrails`` check the
-    arguments and the result (see `agentnb.ToolGuardrail`).
+    arguments and the result (see `agentnb.ToolGuardrail`). ``is_enabled`` (a bool or
+    ``fn(ctx, agent) -> bool``, asked each time the agent starts) offers the tool per run.
     """
 
     def build(f: Callable[..., Any]) -> BaseTool:
@@ -264,6 +269,7 @@ def tool(
             needs_approval=needs_approval,
             input_guardrails=input_guardrails,
             output_guardrails=output_guardrails,
+            is_enabled=is_enabled,
         )
 
     return build(fn) if fn is not None else build
@@ -278,6 +284,7 @@ def function_tool(
     needs_approval: Any = False,
     input_guardrails: Sequence[Callable[..., Any]] | None = None,
     output_guardrails: Sequence[Callable[..., Any]] | None = None,
+    is_enabled: Any = True,
 ) -> BaseTool:
     """A `Tool` from a function (a tool of any kind is returned as it is); see `tool`."""
     if isinstance(fn, BaseTool):
@@ -301,7 +308,10 @@ def function_tool(
             f"Tool {tool_name!r} is a generator: a tool returns one result. Return a list "
             "(or the joined text) instead of yielding."
         )
+    from .enabled import check_is_enabled
     from .tool_guardrails import check_tool_guardrails
+
+    check_is_enabled(is_enabled, f"tool {tool_name!r}: tool")
 
     guards = (
         check_tool_guardrails(input_guardrails, f"tool {tool_name!r}: input_guardrails", "input"),
@@ -345,4 +355,5 @@ def function_tool(
         input_guardrails=guards[0],
         output_guardrails=guards[1],
         needs_approval=needs_approval,
+        is_enabled=is_enabled,
     )
