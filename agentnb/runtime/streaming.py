@@ -263,8 +263,9 @@ def stream_sync(target: Any, /, *args: Any, **kwargs: Any) -> Iterator[Event]:
 
 def _events_here(stream: RunStream[Any]) -> Iterator[Event]:
     """The events of ``stream``, run on the calling thread's loop: the loop runs while the
-    reader waits for the next event, and pauses while the reader handles one."""
-    inbox: deque[Event | None] = deque()
+    reader waits for events, and pauses while the reader handles those that arrived together
+    (taken as one batch, so that a reply of many small deltas costs one loop entry per batch)."""
+    inbox: list[Event | None] = []
     arrived: asyncio.Event | None = None
 
     def forward(event: Event | None) -> None:
@@ -272,25 +273,28 @@ def _events_here(stream: RunStream[Any]) -> Iterator[Event]:
         if arrived is not None:
             arrived.set()
 
-    async def next_event() -> Event | None:
+    async def next_events() -> list[Event | None]:
         nonlocal arrived
         while not inbox:
             arrived = arrived or asyncio.Event()
             arrived.clear()
             await arrived.wait()
-        return inbox.popleft()
+        batch = inbox[:]
+        inbox.clear()
+        return batch
 
     stream._forward = forward
     runner = thread_loop().create_task(_quietly(stream))
     try:
         while True:
             with blocking():  # a first Ctrl-C cancels the run, which still ends with RunEnded
-                event = run_here(next_event(), on_interrupt=stream.cancel)
-            if event is None:  # the end
-                if stream._error is not None:
-                    raise stream._error
-                return
-            yield event
+                batch = run_here(next_events(), on_interrupt=stream.cancel)
+            for event in batch:
+                if event is None:  # the end
+                    if stream._error is not None:
+                        raise stream._error
+                    return
+                yield event
     finally:
         if not runner.done():  # left early: stop the run and let it wind down
             stream.cancel()
