@@ -275,6 +275,7 @@ COVERED_ELSEWHERE = {
     "Limits": "test_limits",
     "run": "test_run_options",
     "run_sync": "test_run_options",
+    "resume": "test_pause_resume",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
 }

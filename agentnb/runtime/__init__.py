@@ -20,6 +20,7 @@ from .events import (
 from .handoffs import Handoff, HandoffConfig
 from .hooks import Hooks
 from .options import RunOptions
+from .pause import Interruption, resume
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
 from .runner import run
@@ -39,6 +40,7 @@ __all__ = [
     "HandoffConfig",
     "HandoffEvent",
     "Hooks",
+    "Interruption",
     "MessageOutput",
     "PartialOutput",
     "Limits",
@@ -58,6 +60,7 @@ __all__ = [
     "Transfer",
     "assemble_prompt",
     "main_thread_blocked",
+    "resume",
     "run",
     "run_streamed",
     "run_sync",

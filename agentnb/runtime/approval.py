@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 from ..errors import NoApprover, UserError
 from ..models import checks
 from .callbacks import check_callable
+from .pause import PAUSE, paused_call
 from .tool_context import ToolCallContext
 from .tools import APPROVAL_FORMS, BaseTool
 
@@ -199,6 +200,11 @@ async def decide(
             return f"call to {pending.tool} rejected: {reason}"
         if not needed:
             return None
+    if tcx.call_id in ctx.preapproved:  # approved on agentnb.resume (recorded there)
+        ctx.preapproved.discard(tcx.call_id)
+        return None
+    if ctx.approver == PAUSE:
+        return paused_call(ctx, caller, pending.tool, tcx.call_id, arguments)
     approver = ctx.approver if ctx.approver is not None else default_approver(pending)
     span = trace.start(
         "approval",

@@ -47,6 +47,7 @@ from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunOptions
 from .output import validation_errors
 from .output_validators import retried, validated_output
+from .pause import Paused, pause_run
 from .prompt import section_sizes
 from .result import RunResult
 from .settings import after_tool_calls, stopping_call, turn_settings
@@ -155,6 +156,8 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     try:
         if raised is not None:
             raise CallbackRaised(raised)
+        if ctx.resumed is not None:  # agentnb.resume: the calls the pause left, decided
+            await ctx.resumed(state, ctx)
         timeout = ctx.limits.timeout
         try:
             turns = ctx.max_turns or agent.max_turns
@@ -559,6 +562,12 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
             )
 
 
+async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, turn: int) -> None:
+    """Run ``calls`` of ``state.agent`` outside its turns (the calls a resumed run goes on with)."""
+    tools = await enabled_tools(state.agent.tool_map(), ctx, state.agent)
+    await _run_tools(calls, tools, state, ctx, turn)
+
+
 async def _run_tools(
     calls: list[ToolCall], tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
 ) -> Transfer | None:
@@ -567,11 +576,17 @@ async def _run_tools(
     else:
         results = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
     transfer = None
+    paused = []
     for call, result in zip(calls, results):
+        if isinstance(result, Paused):  # waiting for approval: no result in the history yet
+            paused.append(result)
+            continue
         if isinstance(result, Transfer):
             transfer = transfer or result
             result = result.note
         state.messages.append(Message.tool(call, result))
+    if paused:
+        pause_run(ctx, paused)
     return transfer
 
 
@@ -614,6 +629,6 @@ async def _run_tool(
         trace.end(span, tcx.status, result_chars=len(result))
     else:
         trace.end(span, tcx.status)
-    if events is not None:
+    if events is not None and not isinstance(result, Paused):
         await events.tool_ended(ctx, state, span, call, result, tcx.status)
     return result
