@@ -173,3 +173,53 @@ def test_resume_takes_run_options_and_may_pause_again():
     assert isinstance(second.error, a.RunPaused)
     assert third.ok and third.output == "both done" and refunds == ["1", "2"]
     assert len(third.calls) == 3
+
+
+def test_two_waiting_calls_of_a_streamed_run_are_decided_one_by_one():
+    refunds.clear()
+    model = a.ScriptedModel(
+        [
+            [
+                a.tool_call("refund", order="1", amount=1),
+                a.tool_call("refund", order="2", amount=2),
+            ],
+            a.say("done"),
+        ]
+    )
+    agent, _ = build()
+    agent.model = model
+
+    events = list(a.stream_sync(agent, "go", approver="pause"))
+    paused = events[-1].result
+    first, second = (i.call_id for i in paused.interruptions)
+    result = a.run_sync(a.resume(agent, paused.to_state(), {first: True, second: False}))
+
+    assert isinstance(paused.error, a.RunPaused) and not paused.ok
+    assert result.ok and refunds == ["1"]
+    assert model.requests[1].tool_results == [
+        "refunded 1 on 1",
+        "call to refund rejected: decided on resume",
+    ]  # in the order of the calls
+
+
+def test_a_run_paused_after_a_handoff_resumes_in_the_receiving_agent():
+    def triage_and_billing() -> tuple[a.Agent, a.ScriptedModel]:
+        agent, _ = build()
+        billing_model = a.ScriptedModel(
+            [a.tool_call("refund", order="9", amount=5), a.say("billing done")]
+        )
+        billing = agent.clone(name="billing", model=billing_model)
+        triage_model = a.ScriptedModel([a.tool_call("transfer_to_billing")])
+        return a.Agent("triage", "x", triage_model, handoffs=[billing]), billing_model
+
+    triage, _ = triage_and_billing()
+    paused = a.run_sync(triage, "go", approver="pause")
+    state = json.loads(json.dumps(paused.to_state()))
+    fresh, billing_model = triage_and_billing()
+
+    result = a.run_sync(a.resume(fresh, state, True))
+
+    assert paused.interruptions[0].agent == "billing" and state["agent"] == "billing"
+    assert result.ok and result.output == "billing done" and result.last_agent.name == "billing"
+    assert billing_model.requests[0].tool_results[-1] == "refunded 5 on 9"
+    assert len(result.calls) == 3

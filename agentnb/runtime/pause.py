@@ -278,12 +278,12 @@ def _pending_calls(waiting: list[Interruption], decisions: dict[str, bool], turn
                 state.path,
             )
             ctx.approvals.append(record)
-            if not decisions[each.call_id]:
-                call = calls[each.call_id]
+            call = calls[each.call_id]
+            if decisions[each.call_id]:  # in the order of the calls, one after the other
+                await run_tools([call], state, ctx, turn)
+            else:
                 text = f"call to {each.tool} rejected: decided on resume"
                 state.messages.append(Message.tool(call, text))
-        if approved:
-            await run_tools([calls[i.call_id] for i in approved], state, ctx, turn)
 
     return run_pending
 
