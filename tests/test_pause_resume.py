@@ -140,20 +140,51 @@ def test_a_paused_run_resumes_in_a_new_process(tmp_path):
     )
 
 
-def test_pause_inside_a_pattern_or_a_sub_agent_is_a_user_error():
+def test_pause_inside_a_pattern_is_a_user_error():
     from agentnb.patterns import _runs
     from agentnb.runtime import RunOptions
 
     agent, _ = build()
     with pytest.raises(a.UserError, match="approver='pause'.*inside parallel"):
         _runs.prepare(agent, "go", RunOptions(approver="pause"), t0=0.0)  # every pattern's runs
-    lead = a.Agent(
-        "lead", "x", a.ScriptedModel([a.tool_call("support", input="refund 7")]), [agent]
+
+
+def two_levels() -> tuple[a.Agent, a.ScriptedModel, a.ScriptedModel]:
+    support, support_model = build()
+    lead_model = a.ScriptedModel(
+        [
+            [a.tool_call("support", input="refund order 7"), a.tool_call("lookup", order="8")],
+            a.say("Order 7 refunded."),
+        ]
     )
+    lookup = support.tools[0]
+    return a.Agent("lead", "x", lead_model, [support, lookup]), lead_model, support_model
 
-    result = a.run_sync(lead, "go", approver="pause")
 
-    assert isinstance(result.error, a.UserError) and "sub-agent" in str(result.error)
+def test_a_pause_inside_a_sub_agent_is_part_of_the_state():
+    refunds.clear()
+    lead, _, _ = two_levels()
+
+    paused = a.run_sync(lead, "go", approver="pause")
+
+    assert isinstance(paused.error, a.RunPaused)
+    (waiting,) = paused.interruptions
+    assert (waiting.tool, waiting.agent, waiting.path) == ("refund", "support", "lead/support")
+    state = json.loads(json.dumps(paused.to_state()))
+    assert list(state["sub_agents"]) == ["lead/support"]
+    assert refunds == []
+
+    fresh, lead_model, support_model = two_levels()  # as in a new process
+    result = a.run_sync(a.resume(fresh, state, {waiting.call_id: True}))
+
+    assert result.ok and result.output == "Order 7 refunded.", result.error
+    assert refunds == ["7"]
+    # the sub-agent went on from its history: the approved call's result, then its answer
+    assert support_model.requests[0].tool_results == ["order 7: paid 40", "refunded 40 on 7"]
+    assert sorted(lead_model.requests[0].tool_results) == sorted(
+        ["Refunded 40 on order 7.", "order 8: paid 40"]
+    )
+    assert len(result.calls) == 4  # lead, support, support, lead
 
 
 def test_resume_takes_run_options_and_may_pause_again():

@@ -24,6 +24,7 @@ from ..errors import (
     GuardrailTripped,
     MaxTurnsExceeded,
     ReplayMismatch,
+    RunPaused,
     UserError,
 )
 from ..models import checks
@@ -32,6 +33,7 @@ from ..words import plural
 from .approval import check_approval, check_needs_approval
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
+from .pause import answer_pending, keep_paused, resumed_history
 from .result import RunResult
 from .runner import agent_loop
 from .state import AgentRun
@@ -98,9 +100,9 @@ def _ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
     # A replay that went off the recording, agentnb used the wrong way (no approver), a hook
     # or listener that raised: each needs fixing by a person. Cancellation and interrupts
     # are not Exceptions.
-    return isinstance(exc, (ReplayMismatch, UserError, CallbackRaised)) or not isinstance(
-        exc, Exception
-    )
+    return isinstance(
+        exc, (ReplayMismatch, RunPaused, UserError, CallbackRaised)
+    ) or not isinstance(exc, Exception)
 
 
 @dataclass(eq=False)
@@ -263,7 +265,7 @@ class AgentTool(BaseTool):
             budgets = (*budgets, budget)
         state = AgentRun(
             agent,
-            [Message.user(admitted.text)],
+            resumed_history(ctx, path) or [Message.user(admitted.text)],
             depth,
             path,
             (*caller.lineage, agent),
@@ -274,11 +276,14 @@ class AgentTool(BaseTool):
         trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
         status, failure = "ok", None
         try:
+            await answer_pending(state, ctx)  # a resumed run: the calls it was waiting on
             await within(agent_loop(state, ctx, self.max_turns or agent.max_turns), self.timeout)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 status = "cancelled"
                 raise
+            if isinstance(exc, RunPaused):
+                keep_paused(ctx, state)
             if _ends_the_run(exc, self.propagate_guardrails):
                 status = "error"
                 raise

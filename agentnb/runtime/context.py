@@ -87,6 +87,8 @@ class RunContext:
     """Call ids approved on `agentnb.resume`: run without asking again."""
     resumed: Any = None
     """For a resumed run: ``fn(state, ctx)`` run before the first turn (the waiting calls)."""
+    paused_agents: dict[str, AgentRun] = field(default_factory=dict)
+    """Sub-agents a pause went through, by path: their histories are part of the state."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:

@@ -11,10 +11,11 @@ process). ``await agentnb.resume(agent, state, approvals, **run_options)`` (or
 tells the model about the refused ones, and continues the same run: same run id, usage and
 calls carried on.
 
-This round a pause is supported at the calls of the agent holding control at the top (the
-root, or the agent a handoff passed control to); a call needing approval inside a sub-agent
-called as a tool, or inside `parallel` / `chain` / `verify_loop`, is a `UserError` with
-``approver="pause"``.
+A pause inside a sub-agent called as a tool (at any depth) is part of the state: each agent
+on the way down keeps its history, and on resume each goes on from it, the approved call run
+at the bottom. Calls of the same turns that had not finished when the pause came (a parallel
+sibling cancelled by it) run again on resume; those needing approval are asked again. Inside
+`parallel` / `chain` / `verify_loop` a pause is a `UserError` this round.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class Interruption:
     arguments: dict[str, Any]
     agent: str
     """The agent that asked for the call."""
+    path: str = ""
+    """Where that agent sits: ``coordinator/legal`` for a sub-agent's call."""
 
 
 class Paused(str):
@@ -64,22 +67,17 @@ class Paused(str):
 
 
 def paused_call(ctx: RunContext, caller: AgentRun, tool: str, call_id: str, arguments: Any) -> str:
-    """The marker for a call left waiting (a `UserError` where pausing is not supported)."""
-    if caller.depth > 0:
-        raise UserError(
-            f"approver='pause' stops only at calls of the top agent this round; {tool!r} at "
-            f"{caller.path} is called inside a sub-agent. Pass an approver function instead."
-        )
+    """The marker for a call left waiting."""
     given = arguments if isinstance(arguments, dict) else {"input": arguments}
     ctx.trace.log(
         "approval_paused", depth=caller.depth, path=caller.path, agent=caller.agent.name, tool=tool
     )
-    return Paused(Interruption(call_id, tool, given, caller.agent.name))
+    return Paused(Interruption(call_id, tool, given, caller.agent.name, caller.path))
 
 
 def pause_run(ctx: RunContext, paused: list[Paused]) -> None:
     """End the run at its waiting calls (raises `RunPaused`)."""
-    ctx.interruptions = [p.interruption for p in paused]
+    ctx.interruptions.extend(p.interruption for p in paused)
     names = ", ".join(f"{p.interruption.tool} ({p.interruption.call_id})" for p in paused)
     raise RunPaused(
         f"The run paused at {len(paused)} call(s) needing approval: {names}. "
@@ -113,7 +111,20 @@ def run_state(result: RunResult) -> dict[str, Any]:
         "calls": [_jsonable(row.as_dict()) for row in ctx.trace.call_rows],
         "approvals": [_jsonable(asdict(r)) for r in ctx.approvals],
         "scripts": _positions(state.agent, ctx),
+        "sub_agents": {
+            path: {"agent": sub.agent.name, "turns": sub.turns, "messages": _messages(sub)}
+            for path, sub in ctx.paused_agents.items()
+        },
     }
+
+
+def _messages(state: AgentRun) -> list[dict[str, Any]]:
+    return [_message(m) for m in state.messages]
+
+
+def keep_paused(ctx: RunContext, state: AgentRun) -> None:
+    """A sub-agent a pause went through: its history is part of the paused run's state."""
+    ctx.paused_agents[state.path] = state
 
 
 def _message(m: Message) -> dict[str, Any]:
@@ -234,7 +245,8 @@ async def resume(
         model = agents[name].model if name in agents else ctx.default_model
         if isinstance(model, ScriptedModel):
             model.skip_to(position)
-    ctx.resumed = _pending_calls(waiting, decisions, int(state.get("turns", 0)))
+    ctx.resumed = Resumption(waiting, decisions, state.get("sub_agents", {}))
+    ctx.resumed.turns[current.name] = int(state.get("turns", 0))  # the root's path
     return await execute(current, messages, ctx)
 
 
@@ -255,42 +267,83 @@ def _decisions(approvals: Any, waiting: list[Interruption]) -> dict[str, bool]:
     return {k: bool(v) for k, v in approvals.items()}
 
 
-def _pending_calls(waiting: list[Interruption], decisions: dict[str, bool], turn: int) -> Any:
-    """What the resumed run does first: the approved calls run (approval already given), the
-    refused ones get their refusal as the result, as an approver's refusal would."""
+class Resumption:
+    """What a resumed run does before each paused agent's next turn: answer the calls its last
+    message asked for. A waiting call runs if approved (without asking again) or gets its
+    refusal; a call into a sub-agent the pause went through runs again, that sub-agent going on
+    from its kept history (`resumed_history`); any other unfinished call runs again."""
 
-    async def run_pending(state: AgentRun, ctx: RunContext) -> None:
+    def __init__(
+        self, waiting: list[Interruption], decisions: dict[str, bool], subs: dict[str, Any]
+    ) -> None:
+        self.waiting = {i.call_id: i for i in waiting}
+        self.decisions = decisions
+        self.subs = dict(subs)
+        self.turns: dict[str, int] = {}
+
+    async def __call__(self, state: AgentRun, ctx: RunContext) -> None:
         from .approval import ApprovalRecord
         from .runner import run_tools
 
-        approved = [i for i in waiting if decisions[i.call_id]]
-        ctx.preapproved = {i.call_id for i in approved}
-        calls = _waiting_calls(state.messages, waiting)
-        for each in waiting:
-            record = ApprovalRecord(
-                each.tool,
-                each.arguments,
-                "resume",
-                "approved" if decisions[each.call_id] else "rejected",
-                "decided on resume",
-                ctx.trace.now(),
-                0.0,
-                state.path,
-            )
-            ctx.approvals.append(record)
-            call = calls[each.call_id]
-            if decisions[each.call_id]:  # in the order of the calls, one after the other
-                await run_tools([call], state, ctx, turn)
-            else:
-                text = f"call to {each.tool} rejected: decided on resume"
-                state.messages.append(Message.tool(call, text))
+        turn = self.turns.pop(state.path, state.turns)
+        for call in _unanswered(state.messages):
+            waiting = self.waiting.pop(call.id, None)
+            if waiting is not None:
+                approved = self.decisions[call.id]
+                ctx.approvals.append(
+                    ApprovalRecord(
+                        waiting.tool,
+                        waiting.arguments,
+                        "resume",
+                        "approved" if approved else "rejected",
+                        "decided on resume",
+                        ctx.trace.now(),
+                        0.0,
+                        state.path,
+                    )
+                )
+                if not approved:
+                    text = f"call to {waiting.tool} rejected: decided on resume"
+                    state.messages.append(Message.tool(call, text))
+                    continue
+                ctx.preapproved.add(call.id)
+            elif f"{state.path}/{call.name}" in self.subs:  # approved before the pause
+                ctx.preapproved.add(call.id)
+            await run_tools([call], state, ctx, turn)  # in the order of the calls
 
-    return run_pending
+    def history(self, path: str) -> tuple[list[Message], int] | None:
+        """A paused sub-agent's kept history and turns, once (None when it has none)."""
+        kept = self.subs.pop(path, None)
+        if kept is None:
+            return None
+        return [_from_message(m) for m in kept["messages"]], int(kept.get("turns", 0))
 
 
-def _waiting_calls(messages: list[Message], waiting: list[Interruption]) -> dict[str, ToolCall]:
-    ids = {i.call_id for i in waiting}
-    for message in reversed(messages):
-        if message.role == "assistant" and any(c.id in ids for c in message.tool_calls):
-            return {c.id: c for c in message.tool_calls if c.id in ids}
-    raise UserError("resume(): the state's messages do not hold the calls waiting for approval")
+def resumed_history(ctx: RunContext, path: str) -> list[Message] | None:
+    """For a sub-agent starting in a resumed run: the history it had when the run paused."""
+    resumption = ctx.resumed
+    if not isinstance(resumption, Resumption):
+        return None
+    kept = resumption.history(path)
+    if kept is None:
+        return None
+    messages, turns = kept
+    resumption.turns[path] = turns
+    return messages
+
+
+async def answer_pending(state: AgentRun, ctx: RunContext) -> None:
+    """Before a resumed sub-agent's next turn: answer the calls it was waiting on."""
+    resumption = ctx.resumed
+    if isinstance(resumption, Resumption) and state.path in resumption.turns:
+        await resumption(state, ctx)
+
+
+def _unanswered(messages: list[Message]) -> list[ToolCall]:
+    """The calls of the last assistant message that have no result in the history."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            return [c for c in message.tool_calls if c.id not in answered]
+    return []
