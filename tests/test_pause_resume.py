@@ -254,3 +254,37 @@ def test_a_run_paused_after_a_handoff_resumes_in_the_receiving_agent():
     assert result.ok and result.output == "billing done" and result.last_agent.name == "billing"
     assert billing_model.requests[0].tool_results[-1] == "refunded 5 on 9"
     assert len(result.calls) == 3
+
+
+def test_pauses_two_levels_down_and_at_a_sub_agent_s_own_approval():
+    done: list[str] = []
+
+    @a.tool(needs_approval=True)
+    def act(x: str) -> str:
+        """Act."""
+        done.append(x)
+        return f"did {x}"
+
+    def hierarchy() -> a.Agent:
+        inner_model = a.ScriptedModel([a.tool_call("act", x="1"), a.say("inner ok")])
+        inner = a.Agent("inner", "x", inner_model, [act])
+        middle_model = a.ScriptedModel([a.tool_call("inner", input="go"), a.say("middle ok")])
+        middle = a.Agent("middle", "x", middle_model, [inner])
+        lead_model = a.ScriptedModel([a.tool_call("middle", input="go"), a.say("lead ok")])
+        return a.Agent("lead", "x", lead_model, [middle.as_tool(needs_approval=True)])
+
+    first = a.run_sync(hierarchy(), "go", approver="pause")
+    state = json.loads(json.dumps(first.to_state()))
+    second = a.run_sync(a.resume(hierarchy(), state, True, approver="pause"))
+    state = json.loads(json.dumps(second.to_state()))
+    last = a.run_sync(a.resume(hierarchy(), state, True))
+
+    assert [(i.tool, i.path) for i in first.interruptions] == [("middle", "lead")]
+    assert [(i.tool, i.path) for i in second.interruptions] == [("act", "lead/middle/inner")]
+    assert sorted(state["sub_agents"]) == ["lead/middle", "lead/middle/inner"]
+    assert last.ok and last.output == "lead ok" and done == ["1"]
+    assert [(r.tool, r.decision) for r in last.approvals] == [
+        ("middle", "approved"),
+        ("act", "approved"),
+    ]
+    assert len(last.calls) == 6  # lead, middle, inner (paused); inner, middle, lead
