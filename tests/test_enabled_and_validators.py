@@ -62,7 +62,7 @@ def test_a_call_to_a_tool_not_enabled_is_answered_as_an_unknown_tool():
     result = a.run_sync(a.Agent("w", "x", model, [secret]), "go")
 
     assert result.ok
-    assert model.requests[1].tool_results[0].startswith("Tool error: there is no tool named")
+    assert model.requests[1].tool_results[0].startswith("ERROR: there is no tool named")
 
 
 def test_is_enabled_of_the_wrong_kind_or_shape_is_a_user_error():

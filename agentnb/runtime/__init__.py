@@ -20,6 +20,7 @@ from .events import (
 from .handoffs import Handoff, HandoffConfig
 from .hooks import Hooks
 from .options import RunOptions
+from .outcome import ToolOutcome
 from .pause import Interruption, resume
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
@@ -57,6 +58,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallEnded",
     "ToolCallStarted",
+    "ToolOutcome",
     "Transfer",
     "assemble_prompt",
     "main_thread_blocked",

@@ -24,7 +24,7 @@ import queue
 import threading
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 from ..errors import AgentnbError, UserError
 from ._thread_loop import is_thread_loop, run_here
@@ -32,6 +32,7 @@ from ._thread_loop import is_thread_loop, run_here
 if TYPE_CHECKING:
     from ..models.types import Message
     from .agent import Agent
+    from .options import RunKeywords
     from .result import RunResult
 
 T = TypeVar("T")
@@ -83,7 +84,9 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 @overload
-def run_sync(target: Agent, input: str | list[Message], /, **options: Any) -> RunResult: ...
+def run_sync(
+    target: Agent, input: str | list[Message], /, **options: Unpack[RunKeywords]
+) -> RunResult: ...
 
 
 @overload

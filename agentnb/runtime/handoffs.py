@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..errors import CallbackRaised, UserError
 from ..models import checks
@@ -36,9 +36,10 @@ from .callbacks import check_callable
 from .enabled import check_is_enabled
 from .events import being_cancelled
 from .handoff_filters import HistoryFilter, last_messages
+from .outcome import ToolOutcome
 from .tool_context import ToolCallContext
 from .tool_schema import clean_schema
-from .tools import BaseTool, brief_errors
+from .tools import BaseTool, validate_arguments
 from .transfer import Transfer
 
 if TYPE_CHECKING:
@@ -222,21 +223,18 @@ class HandoffTool(BaseTool):
 
     handoff: Handoff
 
-    async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
+    async def invoke(self, arguments: dict[str, Any], tcx: ToolCallContext) -> ToolOutcome:
         handoff = self.handoff
         ctx: RunContext = tcx.run
         caller: AgentRun = tcx.caller
         intent = None
         if handoff.input_type is not None:
-            try:
-                intent = handoff.input_type.model_validate_json(arguments.strip() or "{}")
-            except ValidationError as exc:
-                tcx.status = "error"
-                return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
+            intent = validate_arguments(handoff.input_type, self.name, arguments)
+            if isinstance(intent, ToolOutcome):
+                return intent
         holders = control_holders(ctx, caller)
         target = handoff.target
         if target.name in holders:
-            tcx.status = "refused"
             chain = " -> ".join(holders)
             ctx.trace.log(
                 "guard",
@@ -247,9 +245,10 @@ class HandoffTool(BaseTool):
                 tool=self.name,
                 reason="handoff cycle",
             )
-            return (
-                f"ERROR: {target.name} already had control in this run ({chain}); handing back "
-                "would make a cycle. Answer with what you have and say what is missing."
+            return ToolOutcome.error(
+                f"{target.name} already had control in this run ({chain}); handing back "
+                "would make a cycle. Answer with what you have and say what is missing.",
+                status="refused",
             )
         if handoff.on_handoff is not None:
             await _call_on_handoff(handoff, ctx, intent)
@@ -270,7 +269,7 @@ class HandoffTool(BaseTool):
             tokens_method=forwarded.tokens_method,
             intent=intent.model_dump(mode="json") if intent is not None else None,
         )
-        return Transfer(target, forwarded.messages, handoff.note)
+        return ToolOutcome.handed_off(Transfer(target, forwarded.messages, handoff.note))
 
     def __repr__(self) -> str:
         return f"HandoffTool({self.name!r})"

@@ -19,7 +19,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, TypeVar, Unpack, cast, overload
 
 from ..errors import RunCancelled, UserError
 from ..models.types import Message, Usage
@@ -28,7 +28,7 @@ from ._thread_loop import run_here, thread_loop
 from .agent import Agent
 from .context import RunContext
 from .events import Event, RunEnded, RunEvents, Sink, being_cancelled, run_ended
-from .options import RunOptions
+from .options import RunKeywords, RunOptions
 from .result import RunResult
 from .runner import build_result, execute, start_context
 
@@ -37,7 +37,7 @@ T = TypeVar("T")
 
 @overload
 def run_streamed(
-    agent: Agent, input: str | list[Message], /, **options: Any
+    agent: Agent, input: str | list[Message], /, **options: Unpack[RunKeywords]
 ) -> RunStream[RunResult]: ...
 
 
