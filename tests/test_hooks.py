@@ -315,7 +315,7 @@ async def test_nothing_watches_a_run_without_hooks_or_a_stream():
     @a.tool
     def probe(ctx: a.ToolCallContext) -> str:
         """Probe."""
-        ctx_seen.append((ctx.run.events, ctx.caller.events))
+        ctx_seen.append((ctx.run.watchers, ctx.caller.watchers))
         return "ok"
 
     agent = a.Agent("w", "x", a.ScriptedModel([a.tool_call("probe"), a.say("done")]), [probe])

@@ -1,11 +1,11 @@
 """The points of a run that a stream and hooks watch, and the typed events a stream yields.
 
 A run passes the same points whether anyone watches or not: an agent starts, it calls its
-model (text arrives), it runs a tool, it hands off, it ends. The runner calls `RunEvents` at
-each of them, through the agent's ``state.events``, which is None when nobody watches (no
+model (text arrives), it runs a tool, it hands off, it ends. The runner calls `Watchers` at
+each of them, through the agent's ``state.watchers``, which is None when nobody watches (no
 stream, no hooks): one check, and nothing else, in a run that does not use them.
 
-`RunEvents` sends each point to a sink as a frozen event (`AgentStarted`, `TextDelta`, ...)
+`Watchers` sends each point to a sink as a frozen event (`AgentStarted`, `TextDelta`, ...)
 and to the hooks (`agentnb.Hooks`) of the run and of the agent. The sink is a stream's
 (`agentnb.run_streamed`) or the ``on_event`` callback a run or a pattern was given. A hook or
 an ``on_event`` callback that raises (any ``BaseException``) ends the run: its exception
@@ -197,11 +197,11 @@ def span_event(change: Literal["start", "end"] | str, span: Span) -> SpanStarted
 def watch_spans(ctx: RunContext) -> None:
     """Send the spans of the run's trace to its sink as `SpanStarted` / `SpanEnded` (nothing to
     do when the run has no sink: its spans then cost one check each)."""
-    events = ctx.events
-    if events is None or events.sink is None:
+    watchers = ctx.watchers
+    if watchers is None or watchers.sink is None:
         ctx.trace.on_span = None
         return
-    sink = events.sink
+    sink = watchers.sink
 
     def on_span(change: str, span: Span) -> None:
         sink(span_event(change, span))
@@ -270,9 +270,11 @@ def run_ended(ctx: RunContext, agent: Agent, result: RunResult) -> RunEnded:
     return RunEnded(agent.name, agent.name, 0, root, ctx.trace.now(), result)
 
 
-class RunEvents:
-    """Where one agent's points go: a stream's ``sink`` and ``hooks`` (the run's, then its own).
-    ``streams``: whether model calls are streamed (text deltas sent, ``ttft_s`` timed)."""
+class Watchers:
+    """Who watches one agent, and where its points go: the run's event ``sink`` (a stream's, or
+    ``on_event``) and ``hooks`` (the run's, then its own). ``streams``: whether model calls
+    are streamed (text deltas sent, ``ttft_s`` timed). Named apart from the events it sends
+    (`Event`) and from the trace's log records (`Trace.records`)."""
 
     __slots__ = ("hooks", "sink", "streams")
 
@@ -344,23 +346,23 @@ class RunEvents:
         await _call_hooks(self.hooks, name, *args)
 
 
-def events_for(ctx: RunContext, agent: Agent) -> RunEvents | None:
+def watchers_for(ctx: RunContext, agent: Agent) -> Watchers | None:
     """What watches ``agent`` in this run: the run's stream and hooks, plus its own hooks."""
     own = agent.hooks
     if own is None:
-        return ctx.events
-    run = ctx.events
+        return ctx.watchers
+    run = ctx.watchers
     if run is None:
-        return RunEvents(None, (own,))
+        return Watchers(None, (own,))
     hooks = run.hooks if own in run.hooks else (*run.hooks, own)
-    return RunEvents(run.sink, hooks, streams=run.streams)
+    return Watchers(run.sink, hooks, streams=run.streams)
 
 
 async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
     """A handoff from ``source`` (still ``state.agent``) to ``target``: a `HandoffEvent` (the
     source's, in its span) and ``on_handoff`` of the run's hooks and of the *receiving* agent's
     own hooks, as openai-agents calls it (the source's own hooks are not told)."""
-    run = ctx.events
+    run = ctx.watchers
     if run is not None and run.sink is not None:
         run.sink(HandoffEvent(*_where(ctx, state, state.span), source.name, target.name))
     hooks = run.hooks if run is not None else ()

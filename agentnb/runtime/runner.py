@@ -37,14 +37,14 @@ from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .enabled import enabled_tools
 from .events import (
-    RunEvents,
+    Watchers,
     both,
-    events_for,
     handed_off,
     listening,
     run_ended,
     subscriber,
     watch_spans,
+    watchers_for,
 )
 from .guardrails import first_call, run_guardrails, start_input_checks
 from .handoffs import HandoffTool
@@ -124,7 +124,7 @@ def start_context(
         )
         streams = options.stream if options.stream is not None else on_event is not None
         hooks = (options.hooks,) if options.hooks is not None else ()
-        ctx.events = RunEvents(sink, hooks, streams=streams)
+        ctx.watchers = Watchers(sink, hooks, streams=streams)
         watch_spans(ctx)
     return ctx
 
@@ -171,10 +171,10 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     late = _finish(ctx, state, status, error)
     result = build_result(ctx, output, error or late)
-    events = ctx.events
-    if events is not None and events.sink is not None:  # streamed: the last event
+    watchers = ctx.watchers
+    if watchers is not None and watchers.sink is not None:  # streamed: the last event
         try:
-            events.sink(run_ended(ctx, agent, result))
+            watchers.sink(run_ended(ctx, agent, result))
         except CallbackRaised as exc:  # the run's on_event raised at its end
             result = build_result(ctx, None, exc.error)
     return result
@@ -278,8 +278,8 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         step = await _turns(state, ctx, max_turns)
         if isinstance(step, NextStepFinalOutput):
             state.output = step.output
-            if state.events is not None:
-                await state.events.agent_ended(ctx, state, step.output)
+            if state.watchers is not None:
+                await state.watchers.agent_ended(ctx, state, step.output)
             return step.output
         transfer = step.transfer
         source = state.agent
@@ -334,9 +334,11 @@ async def _turns(
         )
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
-    state.events = events = events_for(ctx, agent)  # a stream, hooks: None when nobody watches
-    if events is not None:
-        await events.agent_started(ctx, state)
+    state.watchers = watchers = watchers_for(
+        ctx, agent
+    )  # a stream, hooks: None when nobody watches
+    if watchers is not None:
+        await watchers.agent_started(ctx, state)
     input_checks = (
         await start_input_checks(agent.guardrails("input"), state, ctx)
         if agent.input_guardrails
@@ -446,9 +448,9 @@ async def call_model(
         )
     ctx.model_calls += 1
     trace = ctx.trace
-    events = state.events
-    if events is not None:
-        await events.model_started(ctx, state, request)
+    watchers = state.watchers
+    if watchers is not None:
+        await watchers.model_started(ctx, state, request)
     span = trace.start(
         "model_call",
         getattr(model, "name", type(model).__name__),
@@ -459,23 +461,23 @@ async def call_model(
         turn=turn,
     )
     try:
-        if events is None:
+        if watchers is None:
             response = await model.request(request)
         else:  # streamed when the run is
-            response = await events.request(model, request, ctx, state, span)
+            response = await watchers.request(model, request, ctx, state, span)
     except BaseException as exc:
         status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
         try:
             trace.end(span, status)
-        finally:  # the row is kept even when a listener raises at the call's end
+        finally:  # the row is kept even when an on_event raises at the call's end
             _record(ctx, state, request, None, span, status, getattr(exc, "events", None))
         raise
     try:
         trace.end(span, "ok")
     finally:
         _record(ctx, state, request, response, span, "ok")
-    if events is not None:
-        await events.model_ended(ctx, state, response, trace.call_rows[-1])
+    if watchers is not None:
+        await watchers.model_ended(ctx, state, response, trace.call_rows[-1])
     return response
 
 
@@ -589,9 +591,11 @@ async def _run_tool(
         args_chars=len(call.arguments),
     )
     tool = tools.get(call.name)
-    events = state.events if not isinstance(tool, HandoffTool) else None  # not a tool's events
-    if events is not None:
-        await events.tool_started(ctx, state, span, call)
+    watchers = (
+        state.watchers if not isinstance(tool, HandoffTool) else None
+    )  # a handoff: not a tool
+    if watchers is not None:
+        await watchers.tool_started(ctx, state, span, call)
     with trace.ends_on_failure(span):
         if tool is None:
             known = ", ".join(tools) or "none"
@@ -613,6 +617,6 @@ async def _run_tool(
         trace.end(span, outcome.status)
     else:
         trace.end(span, outcome.status, result_chars=len(model_text(outcome)))
-    if events is not None and not isinstance(outcome.message, Paused):
-        await events.tool_ended(ctx, state, span, call, outcome)
+    if watchers is not None and not isinstance(outcome.message, Paused):
+        await watchers.tool_ended(ctx, state, span, call, outcome)
     return outcome

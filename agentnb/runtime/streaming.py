@@ -1,6 +1,6 @@
 """Streamed runs: `run_streamed` (async) and `stream_sync` (scripts and blocking cells).
 
-A streamed run is an ordinary run whose `RunEvents` have a sink: the events of every agent
+A streamed run is an ordinary run whose `Watchers` have a sink: the events of every agent
 of the hierarchy (sub-agents included, each with its path) arrive in one stream, in the order
 they happen, and end with `RunEnded`. Its `RunResult` is the one `run` returns for the same
 run (same rows, characters and usage), with ``ttft_s`` measured on every model call.
@@ -30,8 +30,8 @@ from .context import RunContext
 from .events import (
     Event,
     RunEnded,
-    RunEvents,
     Sink,
+    Watchers,
     being_cancelled,
     both,
     run_ended,
@@ -132,9 +132,9 @@ class RunStream(Generic[T]):
         self._done = False
         self._error: BaseException | None = None
         if ctx is not None:  # the stream is the run's sink (before the deprecated listeners)
-            run = ctx.events
+            run = ctx.watchers
             hooks, theirs = (run.hooks, run.sink) if run is not None else ((), None)
-            ctx.events = RunEvents(both(self._emit, theirs), hooks)
+            ctx.watchers = Watchers(both(self._emit, theirs), hooks)
             watch_spans(ctx)
 
     async def result(self) -> T:

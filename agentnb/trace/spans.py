@@ -72,7 +72,9 @@ class Trace:
         self.spans: list[Span] = []
         self.call_rows: list[CallRow] = []
         """One `CallRow` per model call, in the order the calls finished."""
-        self.events: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []
+        """The run's log records (`log`): run, depth, path, event, then the event's own fields;
+        `log_lines` gives them as JSON lines."""
         self.on_span: Listener | None = None
         """Told ``("start" | "end", span)`` of every span, when someone watches the run: the
         runtime installs it to send the span events of the run's stream (None otherwise, and
@@ -202,13 +204,19 @@ class Trace:
         return False
 
     def log(self, event: str, *, depth: int, path: str, **extra: Any) -> None:
-        self.events.append(
+        self.records.append(
             {"run": self.run_id, "depth": depth, "path": path, "event": event, **extra}
         )
 
     def log_lines(self) -> list[str]:
-        """The events as JSON lines: run, depth, path, event, then the event's own fields."""
-        return [json.dumps(e, ensure_ascii=False, default=str) for e in self.events]
+        """The log records as JSON lines: run, depth, path, event, then the event's own fields."""
+        return [json.dumps(e, ensure_ascii=False, default=str) for e in self.records]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The former name of `records` (kept this round for code that reads it): "events" now
+        names only the typed events a run sends (`agentnb.Event`)."""
+        return self.records
 
     def children(self, span: Span | None) -> list[Span]:
         parent = span.span_id if span else None
