@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..models import checks
-from .store import CALL_FIELDS, RUN_TOTALS, connect, fault, frame, store_path
 from .stats import paired, summarize
+from .store import CALL_FIELDS, RUN_TOTALS, connect, fault, frame, store_path
 
 if TYPE_CHECKING:
     import pandas as pd
