@@ -62,9 +62,10 @@ async def test_each_run_is_stored_with_its_calls_and_read_back_as_frames(tmp_pat
     assert calls.attrs["params"] == ["shape"]
     tree = calls[(calls["shape"] == "tree") & (calls["trial"] == 1) & (calls["item"] == 0)]
     assert list(tree["agent"]) == ["lead", "reviewer", "lead"]
-    assert tree["chars_in"].sum() == runs.query("shape == 'tree' and trial == 1 and item == 0")[
-        "chars_in"
-    ].item()
+    assert (
+        tree["chars_in"].sum()
+        == runs.query("shape == 'tree' and trial == 1 and item == 0")["chars_in"].item()
+    )
     assert not calls["cached"].any()
     assert {"run", "agent", "model_call", "tool_call"} <= set(exp.spans["kind"])
     summary = exp.summary("calls")
@@ -81,7 +82,9 @@ async def test_each_run_is_stored_with_its_calls_and_read_back_as_frames(tmp_pat
 
 async def test_open_experiment_reads_it_back_in_a_new_process(tmp_path):
     store = tmp_path / "x.db"
-    await a.experiment("review", contract, {"shape": ["flat"]}, trials=3, store=store, progress=False)
+    await a.experiment(
+        "review", contract, {"shape": ["flat"]}, trials=3, store=store, progress=False
+    )
     code = textwrap.dedent(f"""
         import agentnb
         exp = agentnb.open_experiment("review", store={str(store)!r})
@@ -111,7 +114,11 @@ async def test_a_rerun_skips_what_ended_and_reruns_what_failed_keeping_its_row(t
     calls.clear()
     broken.clear()
     second = await a.experiment("r", fn, grid, trials=3, store=store, progress=False)
-    assert sorted(calls) == [("flat", 2), ("tree", 1), ("tree", 2)]  # the failed one and the new trial
+    assert sorted(calls) == [
+        ("flat", 2),
+        ("tree", 1),
+        ("tree", 2),
+    ]  # the failed one and the new trial
     runs = second.runs
     assert len(runs) == 6 and runs["ok"].all()
     history = second.history()
@@ -136,7 +143,9 @@ async def test_a_changed_grid_or_fn_under_the_same_name_is_refused_unless_resume
         "r", contract, {"shape": ["flat", "tree"]}, store=store, resume="continue", progress=False
     )
     assert kept.version == 1 and len(kept.history()) == 2  # flat kept, tree run
-    new = await a.experiment("r", other, {"shape": ["tree"]}, store=store, resume="new", progress=False)
+    new = await a.experiment(
+        "r", other, {"shape": ["tree"]}, store=store, resume="new", progress=False
+    )
     assert new.version == 2 and list(new.runs["shape"]) == ["tree"]
     assert a.open_experiment("r", store).version == 2
     assert len(a.open_experiment("r", store, version=1).runs) == 2

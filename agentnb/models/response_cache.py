@@ -146,7 +146,7 @@ class CachedCall:
             return stored
         start = time.perf_counter()
         response = await self.model.request(request)
-        self._keep(key, request, response, time.perf_counter() - start)
+        self._keep(key, request, response, _latency(start, response))
         return response
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
@@ -168,8 +168,14 @@ class CachedCall:
         start = time.perf_counter()
         async for item in stream_of(self.model, request):
             if isinstance(item, ModelResponse):
-                self._keep(key, request, item, time.perf_counter() - start)
+                self._keep(key, request, item, _latency(start, item))
             yield item
+
+
+def _latency(start: float, response: ModelResponse) -> float:
+    """The call's time, less what it waited for a concurrency slot (as ``latency_s`` is)."""
+    waited = sum(e.get("seconds", 0.0) for e in response.events if e.get("event") == "queue_wait")
+    return time.perf_counter() - start - waited
 
 
 def response_from_dict(data: dict[str, Any]) -> ModelResponse:
