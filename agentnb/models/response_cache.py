@@ -174,7 +174,9 @@ class CachedCall:
 
 def _latency(start: float, response: ModelResponse) -> float:
     """The call's time, less what it waited for a concurrency slot (as ``latency_s`` is)."""
-    waited = sum(e.get("seconds", 0.0) for e in response.events if e.get("event") == "queue_wait")
+    waited = sum(
+        float(e.get("seconds", 0.0)) for e in response.events if e.get("event") == "queue_wait"
+    )
     return time.perf_counter() - start - waited
 
 
