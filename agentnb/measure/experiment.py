@@ -351,28 +351,35 @@ def _spans(parts: list[Any]) -> list[tuple[Any, ...]]:
             for s in trace.spans:
                 out.append(
                     (trace.run_id, s.span_id, s.parent_id, s.kind, s.name, s.agent, s.path,
-                     s.depth, s.started, s.ended, s.status, to_json(s.attrs) if s.attrs else None)
+                     s.depth, s.started, s.ended, s.status, s.attrs)
                 )  # fmt: skip
     return out
 
 
-_PRICES: list[Prices] = []
+_PRICES: dict[str, Any] = {}
+"""The default price table, and each model's price once looked up (most runs of an
+experiment call the same few models)."""
+
+
+def _priced(model: Any) -> bool:
+    if "" not in _PRICES:
+        _PRICES[""] = Prices()
+    if model not in _PRICES:
+        _PRICES[model] = _PRICES[""].lookup(model) is not None
+    return bool(_PRICES[model])
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A run's totals from its call rows (`agentnb.measure.store.RUN_TOTALS`)."""
-    if not _PRICES:
-        _PRICES.append(Prices())
-    prices = _PRICES[0]
     calls = [r for r in rows if r.get("span_id") is not None]
     cost = 0.0
     for row in calls:
         if row.get("cached") is True:
             continue
-        if prices.lookup(row.get("model")) is None:
+        if not _priced(row.get("model")):
             cost = math.nan
             break
-        cost += call_cost(row, prices)["cost"]
+        cost += call_cost(row, _PRICES[""])["cost"]
     return {
         "calls": len(calls),
         "cached_calls": sum(1 for r in calls if r.get("cached") is True),

@@ -10,51 +10,56 @@ less than a second included. `StoreResponses` is the response cache's view of th
 from __future__ import annotations
 
 import json
-import queue
 import sqlite3
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
 from .store import CALL_FIELDS, RUN_FIELDS, SPAN_FIELDS, connect, fault
 
-FLUSH_S = 0.5
-"""Longest time a written row waits for its commit while runs keep coming."""
+FLUSH_S = 0.25
+"""How often the thread takes what the driver handed it and commits: the longest a finished
+run waits to be stored (plus the time to write it)."""
 
-_STOP = object()
-_CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
 _INSERT_RUN = (
     f"INSERT INTO runs ({', '.join(RUN_FIELDS)}) VALUES ({', '.join('?' * len(RUN_FIELDS))})"
 )
 _INSERT_CALL = f"INSERT INTO calls VALUES ({', '.join('?' * (len(CALL_FIELDS) + 2))})"
 _INSERT_SPAN = f"INSERT INTO spans VALUES ({', '.join('?' * (len(SPAN_FIELDS) + 3))})"
 _INSERT_RESPONSE = "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
 
 
 class Writer:
-    """Inserts runs and cached responses on its own thread (see the module docstring)."""
+    """Inserts runs and cached responses on its own thread (see the module docstring).
+
+    The driver only appends to a deque (thread-safe, no lock, no wake-up): a thread woken for
+    every run would take the interpreter lock from the run loop each time. The thread takes
+    the whole deque every `FLUSH_S` and commits it in one transaction."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.error: UserError | None = None
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._items: deque[tuple[Any, ...]] = deque()
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="agentnb-store", daemon=True)
         self._thread.start()
 
     def put_run(self, record: dict[str, Any], rows: list[dict[str, Any]], spans: list[Any]) -> None:
-        """Queue one ended run: its ``runs`` row, its call rows, its span rows."""
+        """Hand over one ended run: its ``runs`` row, its call rows, its span rows."""
         self._raise()
-        self._queue.put(("run", record, rows, spans))
+        self._items.append(("run", record, rows, spans))
 
     def put_response(self, key: str, entry: dict[str, Any]) -> None:
         self._raise()
-        self._queue.put(("response", key, entry))
+        self._items.append(("response", key, entry))
 
     def close(self) -> None:
-        """Write what is queued, commit, stop the thread; raise what went wrong meanwhile."""
-        self._queue.put(_STOP)
+        """Write what was handed over, commit, stop the thread; raise what went wrong."""
+        self._stop.set()
         self._thread.join()
         self._raise()
 
@@ -67,39 +72,21 @@ class Writer:
             conn = connect(self.path)
         except UserError as exc:
             self.error = exc
-            self._drain()
             return
         try:
-            self._write_all(conn)
+            while True:
+                stopping = self._stop.wait(FLUSH_S)
+                items = self._items
+                if items:
+                    while items:
+                        _write(conn, items.popleft())
+                    conn.commit()
+                if stopping:
+                    return
         except sqlite3.Error as exc:
             self.error = fault(self.path, exc)
-            self._drain()
         finally:
             conn.close()
-
-    def _write_all(self, conn: sqlite3.Connection) -> None:
-        pending, since = False, time.monotonic()
-        while True:
-            try:
-                item = self._queue.get(timeout=FLUSH_S) if pending else self._queue.get()
-            except queue.Empty:
-                item = None
-            if item is _STOP:
-                conn.commit()
-                return
-            if item is not None:
-                if not pending:
-                    since = time.monotonic()
-                _write(conn, item)
-                pending = True
-            if pending and (self._queue.empty() or time.monotonic() - since >= FLUSH_S):
-                conn.commit()
-                pending = False
-
-    def _drain(self) -> None:
-        """After a failure: take items until told to stop, so ``close`` returns."""
-        while self._queue.get() is not _STOP:
-            pass
 
 
 def _write(conn: sqlite3.Connection, item: tuple[Any, ...]) -> None:
@@ -116,7 +103,7 @@ def _write(conn: sqlite3.Connection, item: tuple[Any, ...]) -> None:
     if rows:
         conn.executemany(_INSERT_CALL, [_call(run, row) for row in rows])
     if spans:
-        conn.executemany(_INSERT_SPAN, [(run, *span) for span in spans])
+        conn.executemany(_INSERT_SPAN, [(run, *span[:-1], _json(span[-1])) for span in spans])
 
 
 def _call(run: Any, row: dict[str, Any]) -> tuple[Any, ...]:
@@ -124,8 +111,16 @@ def _call(run: Any, row: dict[str, Any]) -> tuple[Any, ...]:
     return (
         run,
         *[row.get(c) for c in CALL_FIELDS],
-        json.dumps(extra, default=repr, ensure_ascii=False) if extra else None,
+        _json(extra) if extra else None,
     )
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr)
+
+
+def _json(value: Any) -> str | None:
+    """Span attributes and a row's extra columns as JSON (anything else by its ``repr``)."""
+    return _ENCODER.encode(value) if value else None
 
 
 class StoreResponses:
