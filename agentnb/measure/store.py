@@ -97,7 +97,7 @@ CREATE TABLE IF NOT EXISTS runs (
     score_error TEXT,
     wall_s REAL,
     critical_s REAL,
-    {", ".join(f"{c} REAL" for c in RUN_TOTALS)},
+    {", ".join(f"{c} {'REAL' if c == 'cost' else 'INTEGER'}" for c in RUN_TOTALS)},
     started REAL,
     ended REAL
 );
