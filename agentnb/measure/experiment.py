@@ -31,7 +31,6 @@ from .sweep import CONFIG_COLUMNS, Grid, configurations, on_executor, on_fresh_l
 from .writer import JobResponses, StoreResponses, Writer
 
 RESUME_MODES = (None, "continue", "new")
-CACHE_MODES = (False, True, "read", "write")
 RESERVED = frozenset({"trial", "item", "attempt", "score", *RUN_FIELDS, *CONFIG_COLUMNS})
 
 
@@ -79,7 +78,8 @@ async def experiment(
     checks.positive_int(trials, "experiment(trials=...)", optional=False)
     if score is not None:
         checks.function(score, "experiment(score=...)", what="a function score(run, **params)")
-    checks.one_of(cache, "experiment(cache=...)", CACHE_MODES)
+    if not (isinstance(cache, bool) or cache in ("read", "write")):  # 1 is not True here
+        raise checks.fail("experiment(cache=...)", "True, False, 'read' or 'write'", cache)
     checks.one_of(resume, "experiment(resume=...)", RESUME_MODES)
     checks.flag(progress, "experiment(progress=...)")
     if executor is not None and not callable(getattr(executor, "submit", None)):

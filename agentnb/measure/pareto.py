@@ -31,6 +31,8 @@ def frontier(
     """One row per configuration: the parameters, ``x``/``y`` means and intervals (columns
     ``<x>_mean``, ``<x>_low``, ...), and ``on_frontier``. By default a lower ``x`` (cost,
     latency) and a higher ``y`` (score) are better."""
+    checks.text(x, "pareto(x)")
+    checks.text(y, "pareto(y)")
     checks.flag(lower_x, "frontier(lower_x=...)")
     checks.flag(higher_y, "frontier(higher_y=...)")
     sx, sy = experiment.summary(x), experiment.summary(y)

@@ -56,8 +56,7 @@ def interval(
     import numpy as np
 
     checks.one_of(method, "interval(method=...)", METHODS)
-    if not 0 < confidence < 1:
-        raise checks.fail("confidence=", "a number between 0 and 1, e.g. 0.95", confidence)
+    check_confidence(confidence, "interval(confidence=...)")
     raw = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     if binary is None:
         binary = bool(raw) and all(isinstance(v, (bool, np.bool_)) for v in raw)
@@ -80,6 +79,22 @@ def interval(
 
     low, high = stats.t.interval(confidence, n - 1, loc=mean, scale=stats.sem(data))
     return Interval(n, mean, float(low), float(high), "t")
+
+
+def check_confidence(value: object, where: str) -> None:
+    """A confidence level is a number strictly between 0 and 1; else `UserError`."""
+    checks.number(value, where)
+    if not 0 < value < 1:  # type: ignore[operator]
+        raise checks.fail(where, "a number between 0 and 1, e.g. 0.95", value)
+
+
+def check_metric(runs: pd.DataFrame, metric: object, where: str) -> None:
+    """``metric`` names a column of the runs; else `UserError` listing them."""
+    checks.text(metric, where)
+    if metric not in runs.columns:
+        raise UserError(
+            f"No column {metric!r} in the runs; choose one of {sorted(map(str, runs.columns))}"
+        )
 
 
 def _skewed(data: Any) -> bool:
@@ -140,10 +155,9 @@ def summarize(
     """One row per group of ``by``: ``n``, ``mean``, ``ci_low``, ``ci_high`` and ``method``."""
     import pandas as pd
 
-    if metric not in runs.columns:
-        raise UserError(
-            f"No column {metric!r} in the runs; choose one of {sorted(map(str, runs.columns))}"
-        )
+    check_metric(runs, metric, "summary(metric)")
+    checks.one_of(method, "summary(method=...)", METHODS)
+    check_confidence(confidence, "summary(confidence=...)")
     records = []
     groups = runs.groupby(list(by), sort=False, dropna=False) if by else [((), runs)]
     for key, group in groups:
@@ -187,6 +201,7 @@ def paired(
     import pandas as pd
 
     checks.one_of(method, "compare(method=...)", ("auto", "t", "bootstrap"))
+    check_confidence(confidence, "compare(confidence=...)")
     for label, side in (("a", a), ("b", b)):
         if not isinstance(side, Mapping) or not side:
             raise checks.fail(
@@ -197,10 +212,7 @@ def paired(
             raise UserError(
                 f"compare({label}) names {unknown}, not parameters of the experiment {list(params)}"
             )
-    if metric not in runs.columns:
-        raise UserError(
-            f"No column {metric!r} in the runs; choose one of {sorted(map(str, runs.columns))}"
-        )
+    check_metric(runs, metric, "compare(metric)")
     keys = [p for p in params if p not in a and p not in b] + ["trial", "item"]
     sides = []
     for side in (a, b):
