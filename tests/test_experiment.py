@@ -304,3 +304,36 @@ async def test_a_dask_cluster_runs_the_experiment_without_a_shared_disk(tmp_path
     )  # fmt: skip
     columns = ["shape", "trial", "calls", "chars_in", "chars_out"]
     assert exp.runs[columns].equals(local.runs[columns])
+
+
+async def test_ctrl_c_inside_a_run_stops_the_experiment_too(tmp_path):
+    @a.tool
+    def look() -> str:
+        """Look."""
+        raise KeyboardInterrupt  # what Ctrl-C does while a tool runs
+
+    async def fn(k: int, trial: int) -> a.RunResult:
+        if trial < 2:
+            return await contract("flat", trial)
+        model = a.ScriptedModel([a.tool_call("look"), a.say("never")])
+        return await a.run(a.Agent("solo", "Look.", model, [look]), "q")
+
+    store = tmp_path / "x.db"
+    with pytest.raises(KeyboardInterrupt):
+        await a.experiment("c", fn, {"k": 1}, trials=4, store=store, progress=False)
+    assert list(a.open_experiment("c", store).runs["trial"]) == [
+        0,
+        1,
+    ]  # the interrupted run is not stored
+
+
+def test_run_sync_runs_an_experiment_and_the_bar_counts_cached_and_failed(tmp_path, capsys):
+    async def fn(k: int, trial: int) -> a.RunResult:
+        if trial == 1:
+            raise RuntimeError("down")
+        return await contract("flat", trial)
+
+    exp = a.run_sync(a.experiment("b", fn, {"k": 1}, trials=3, store=tmp_path / "x.db"))
+    assert list(exp.runs["ok"]) == [True, False, True]
+    err = capsys.readouterr().err
+    assert "b: 100%" in err and "3/3" in err and "failed=1" in err and "cached=0" in err
