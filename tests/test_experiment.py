@@ -337,3 +337,22 @@ def test_run_sync_runs_an_experiment_and_the_bar_counts_cached_and_failed(tmp_pa
     assert list(exp.runs["ok"]) == [True, False, True]
     err = capsys.readouterr().err
     assert "b: 100%" in err and "3/3" in err and "failed=1" in err and "cached=0" in err
+
+
+async def test_a_verify_loops_rounds_are_a_column_to_summarise(tmp_path):
+    async def fn(strict: bool, trial: int) -> a.VerifyResult:
+        verdicts = [
+            a.say('{"outcome": "redo", "problems": ["too long"]}'),
+            a.say('{"outcome": "approved", "problems": []}'),
+        ]
+        verifier = a.Agent("verifier", "Check.", a.ScriptedModel(verdicts[trial % 2 and not strict :]))
+        writer = a.Agent("writer", "Write.", a.ScriptedModel([a.say("draft")] * 3))
+        return await a.verify_loop(writer, verifier, "Write it.", max_rounds=3)
+
+    exp = await a.experiment(
+        "v", fn, {"strict": [True, False]}, trials=2, store=tmp_path / "x.db", progress=False
+    )
+    assert list(exp.runs["rounds"]) == [2, 2, 2, 1]
+    assert list(exp.summary("rounds")["mean"]) == [2.0, 1.5]
+    spans = exp.spans  # every run of the pattern is stored: writer and verifier, each round
+    assert len(spans[(spans["kind"] == "run") & (spans["trial"] == 0)]) == 8

@@ -307,6 +307,8 @@ async def _after(
     if any(isinstance(getattr(r, "error", None), KeyboardInterrupt) for r in parts):
         raise KeyboardInterrupt  # Ctrl-C inside the run: stop the experiment, do not store it
     out: dict[str, Any] = {"spans": _spans(parts), "score": None, "score_type": None}
+    drafts = [len(r.rounds) for r in parts if isinstance(getattr(r, "rounds", None), list)]
+    out["rounds"] = sum(drafts) if drafts else None
     out["score_error"] = None
     if score is None or not all(getattr(r, "ok", True) for r in parts):
         return out
@@ -343,8 +345,9 @@ def _spans(parts: list[Any]) -> list[tuple[Any, ...]]:
     for part in parts:
         traces = [part.trace] if hasattr(getattr(part, "trace", None), "spans") else []
         if not traces:
-            inner = getattr(part, "parts", None)
-            traces = [getattr(r, "trace", None) for r in (inner.values() if inner else [])]
+            inner = getattr(part, "parts", None)  # a pattern's runs (`PatternResult.parts`)
+            runs = inner() if callable(inner) else {}
+            traces = [getattr(r, "trace", None) for r in runs.values()]
         for trace in traces:
             if trace is None:
                 continue

@@ -54,10 +54,12 @@ SPAN_FIELDS = (
 
 RUN_TOTALS = (
     "calls", "cached_calls", "chars_in", "chars_out", "tokens_in", "tokens_out", "cost",
-    "judge_calls", "judge_chars_in", "judge_chars_out", "judge_tokens_in", "judge_tokens_out",
+    "rounds", "judge_calls", "judge_chars_in", "judge_chars_out", "judge_tokens_in",
+    "judge_tokens_out",
 )  # fmt: skip
 """Per-run totals of the ``runs`` table. ``cost`` is money paid (cached calls count zero;
-NaN when a model has no price); ``judge_*`` are the score function's own model calls."""
+NaN when a model has no price); ``rounds`` the drafts of a `verify_loop` (NULL for other
+runs); ``judge_*`` are the score function's own model calls."""
 
 RUN_FIELDS = (
     "experiment_id", "config", "config_key", "params", "trial", "item", "attempt",
