@@ -345,7 +345,9 @@ async def test_a_verify_loops_rounds_are_a_column_to_summarise(tmp_path):
             a.say('{"outcome": "redo", "problems": ["too long"]}'),
             a.say('{"outcome": "approved", "problems": []}'),
         ]
-        verifier = a.Agent("verifier", "Check.", a.ScriptedModel(verdicts[trial % 2 and not strict :]))
+        verifier = a.Agent(
+            "verifier", "Check.", a.ScriptedModel(verdicts[trial % 2 and not strict :])
+        )
         writer = a.Agent("writer", "Write.", a.ScriptedModel([a.say("draft")] * 3))
         return await a.verify_loop(writer, verifier, "Write it.", max_rounds=3)
 
