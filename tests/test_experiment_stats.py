@@ -130,3 +130,21 @@ async def test_the_frontier_keeps_the_configurations_nothing_beats(scored):
     line = ax.get_lines()[-1]
     assert list(line.get_xdata()) == [10.0, 40.0]  # the frontier drawn through its points
     assert {t.get_text() for t in ax.texts} == {"flat m1", "tree m1", "flat m2", "tree m2"}
+
+
+def test_the_live_view_redraws_intervals_that_narrow_as_trials_end(monkeypatch):
+    from agentnb.measure import live as live_module
+
+    monkeypatch.setattr(live_module, "EVERY_S", 0.0)  # redraw after every run
+    drawn = []
+    view = live_module.LiveSummary(["shape"], "score", drawn.append)
+    rng = random.Random(3)
+    for _ in range(30):
+        view.add({"shape": "panel"}, rng.random() < 0.7)
+    widths = [f["ci_high"].item() - f["ci_low"].item() for f in drawn[2:]]
+    assert (
+        len(drawn) == 30 and drawn[-1]["n"].item() == 30 and drawn[-1]["method"].item() == "wilson"
+    )
+    assert widths[-1] < 0.6 * widths[0]  # 30 trials against 3
+    view.add({"shape": "solo"}, None)  # a failed score: the configuration shows, with no value
+    assert list(drawn[-1]["n"]) == [30, 0]

@@ -24,6 +24,8 @@ from typing import Any
 from ..errors import UserError
 from ..models import checks
 from ..models.response_cache import SESSION, ResponseStore, Session
+from ..runtime.approval import in_notebook
+from .live import LiveSummary
 from .prices import Prices, call_cost
 from .store import RUN_FIELDS, connect, store_path, to_json
 from .stored import Experiment
@@ -106,6 +108,9 @@ async def experiment(
         responses = StoreResponses(conn, writer) if cache is not False else None
         bar = _progress(name, len(jobs) + skipped, skipped, progress)
         counts = {"failed": 0, "cached": 0}
+        metric = "score" if score is not None else "calls"
+        names = list(dict.fromkeys(k for c in configs for k in c))
+        live = LiveSummary(names, metric) if progress and in_notebook() else None
 
         def done(job: Job, outcome: dict[str, Any]) -> None:
             for key, entry in outcome.pop("responses", {}).items():
@@ -117,6 +122,11 @@ async def experiment(
             counts["cached"] += int(record["cached_calls"] or 0)
             bar.set_postfix(counts, refresh=False)
             bar.update(1)
+            if live is not None:
+                value = record[metric] if outcome["ok"] else None
+                if value is not None and record["score_type"] == "bool" and metric == "score":
+                    value = bool(value)  # pass/fail: a Wilson interval
+                live.add(job.params, value)
 
         try:
             if executor is None:
@@ -131,6 +141,8 @@ async def experiment(
         finally:
             bar.close()
             writer.close()
+            if live is not None:
+                live.draw()
     finally:
         conn.close()
     return Experiment(path, name, version)
