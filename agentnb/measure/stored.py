@@ -180,8 +180,9 @@ def _read(conn: sqlite3.Connection, sql: str, exp_id: int) -> pd.DataFrame:
 def _runs_frame(runs: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     import pandas as pd
 
+    configs = {text: json.loads(text) for text in set(runs["params"])}  # a few configurations
     decoded = pd.DataFrame.from_records(
-        [json.loads(p) for p in runs["params"]], columns=params, index=runs.index
+        [configs[p] for p in runs["params"]], columns=params, index=runs.index
     )
     body = runs[list(RUN_COLUMNS)].copy()
     body["ok"] = body["ok"].astype(bool)
