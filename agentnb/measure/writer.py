@@ -43,6 +43,7 @@ class Writer:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.error: UserError | None = None
+        self._conn = connect(path)  # here, so a store that cannot be written fails at once
         self._items: deque[tuple[Any, ...]] = deque()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="agentnb-store", daemon=True)
@@ -68,11 +69,7 @@ class Writer:
             raise self.error
 
     def _loop(self) -> None:
-        try:
-            conn = connect(self.path)
-        except UserError as exc:
-            self.error = exc
-            return
+        conn = self._conn
         try:
             while True:
                 stopping = self._stop.wait(FLUSH_S)
