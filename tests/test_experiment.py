@@ -240,8 +240,11 @@ def test_a_process_killed_mid_experiment_loses_at_most_its_runs_in_flight(tmp_pa
                 break
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    stored = len(a.open_experiment("killed", store).runs)
+    kept = a.open_experiment("killed", store).runs
+    stored = len(kept)
     assert 0 < stored < 30
+    # the runs are made in order: what is stored is the first of them, nothing lost between
+    assert list(zip(kept["k"], kept["trial"])) == [(0, t) for t in range(stored)]
     with sqlite3.connect(store) as conn:  # every stored run is whole: its call is there
         whole = conn.execute("SELECT count(*) FROM calls").fetchone()[0]
     assert whole == stored
