@@ -115,7 +115,7 @@ async def test_compare_pairs_by_trial_and_the_parameters_neither_side_names(scor
     assert m2["n"].item() == 6 and m2["includes_zero"].item()
     with pytest.raises(UserError, match="not parameters of the experiment"):
         a.compare(scored, {"size": 1}, {"shape": "flat"}, "score")
-    with pytest.raises(UserError, match="No runs with"):
+    with pytest.raises(UserError, match="No runs that ended ok with"):
         a.compare(scored, {"shape": "huge"}, {"shape": "flat"}, "score")
 
 

@@ -221,7 +221,7 @@ def paired(
             chosen = chosen[chosen[name] == value]
         if chosen.empty:
             raise UserError(
-                f"No runs with {dict(side)!r}; the grid's values are in experiment.runs"
+                f"No runs that ended ok with {dict(side)!r}; the grid's values and each run's error are in experiment.runs"
             )
         part = chosen[[*keys, metric]].copy()
         part[metric] = [np.nan if v is None else float(v) for v in part[metric]]

@@ -174,7 +174,8 @@ def _read(conn: sqlite3.Connection, sql: str, exp_id: int) -> pd.DataFrame:
     try:
         return frame(conn, sql, (exp_id,))
     except sqlite3.Error as exc:
-        raise fault(Path(str(conn)), exc) from None
+        path = conn.execute("PRAGMA database_list").fetchone()[2]
+        raise fault(Path(path), exc) from None
 
 
 def _runs_frame(runs: pd.DataFrame, params: list[str]) -> pd.DataFrame:
