@@ -81,10 +81,12 @@ class Experiment:
 
     @property
     def runs(self) -> pd.DataFrame:
-        """One row per run (configuration × trial × item), its latest attempt: the parameters,
-        then `RUN_COLUMNS`. A score is a bool where the score function returned bools."""
+        """One row per run (configuration × trial × item, in that order), its latest attempt:
+        the parameters, then `RUN_COLUMNS`. A score is a bool where the score function returned bools."""
         runs = self.history()
-        latest = runs.drop_duplicates(subset=list(RUN_KEY), keep="last").reset_index(drop=True)
+        latest = runs.drop_duplicates(subset=list(RUN_KEY), keep="last")
+        # in the grid's order, whatever order an executor's jobs ended in
+        latest = latest.sort_values(list(RUN_KEY), kind="stable").reset_index(drop=True)
         latest.attrs.update(runs.attrs)
         return latest
 
@@ -118,6 +120,7 @@ class Experiment:
         out = pd.concat([head.loc[calls["run"].to_numpy()].reset_index(drop=True), body], axis=1)
         if any(extra):
             out = pd.concat([out, pd.DataFrame.from_records(extra)], axis=1)
+        out = out.sort_values(list(RUN_KEY), kind="stable").reset_index(drop=True)
         out.attrs["params"] = params
         return out
 
