@@ -176,3 +176,31 @@ async def test_a_dask_worker_gets_the_trials_answers_and_sends_new_ones_back(tmp
     assert found[1]["cached"].all()  # the worker was sent what the driver had stored
     with sqlite3.connect(store) as conn:  # k=1 and k=2 sent the same request at each trial
         assert conn.execute("SELECT count(*) FROM responses").fetchone() == (2,)
+
+
+async def test_the_paid_calls_of_an_interrupted_run_are_reused_when_it_runs_again(tmp_path):
+    interrupt = {"on": True}
+
+    @a.tool
+    def look() -> str:
+        """Look."""
+        if interrupt["on"]:
+            raise KeyboardInterrupt  # Ctrl-C after the first model call was paid for
+        return "seen"
+
+    model = a.FunctionModel(
+        lambda r: a.say("done") if r.tool_results else a.tool_call("look"), name="fm"
+    )
+
+    async def fn(k: int, trial: int) -> a.RunResult:
+        return await a.run(a.Agent("solo", "Look, then answer.", model, [look]), "q")
+
+    store = tmp_path / "x.db"
+    with pytest.raises(KeyboardInterrupt):
+        await a.experiment("i", fn, {"k": 1}, store=store, cache=True, progress=False)
+    assert len(model.requests) == 1
+    interrupt["on"] = False
+    exp = await a.experiment("i", fn, {"k": 1}, store=store, cache=True, progress=False)
+    assert len(model.requests) == 2  # only the second call was asked for again
+    assert list(exp.calls["cached"]) == [True, False]
+    assert exp.runs["ok"].item()
