@@ -361,3 +361,15 @@ async def test_a_verify_loops_rounds_are_a_column_to_summarise(tmp_path):
     assert list(exp.summary("rounds")["mean"]) == [2.0, 1.5]
     spans = exp.spans  # every run of the pattern is stored: writer and verifier, each round
     assert len(spans[(spans["kind"] == "run") & (spans["trial"] == 0)]) == 8
+
+
+async def test_a_patterns_own_columns_are_kept_beside_the_call_columns(tmp_path):
+    async def fn(k: int, trial: int) -> a.FanOut:
+        agents = [a.Agent(n, "Answer.", a.ScriptedModel([a.say(n)])) for n in ("legal", "tax")]
+        return await a.parallel(agents, "clause")
+
+    exp = await a.experiment("p", fn, {"k": 1}, trials=2, store=tmp_path / "x.db", progress=False)
+    calls = exp.calls
+    assert list(calls["branch"]) == ["legal", "tax", "legal", "tax"]
+    assert list(calls["agent"]) == ["legal", "tax", "legal", "tax"]
+    assert list(exp.runs["calls"]) == [2, 2]
