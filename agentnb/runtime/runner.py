@@ -26,6 +26,7 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.base import ModelClient
+from ..models.response_cache import through
 from ..models.settings import check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
@@ -451,6 +452,7 @@ async def call_model(
     watchers = state.watchers
     if watchers is not None:
         await watchers.model_started(ctx, state, request)
+    model = through(model, state.path, turn)  # an experiment's response cache, when one is on
     span = trace.start(
         "model_call",
         getattr(model, "name", type(model).__name__),
