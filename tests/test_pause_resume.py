@@ -141,12 +141,16 @@ def test_a_paused_run_resumes_in_a_new_process(tmp_path):
 
 
 def test_pause_inside_a_pattern_is_a_user_error():
-    from agentnb.patterns import _runs
-    from agentnb.runtime import RunOptions
-
-    agent, _ = build()
-    with pytest.raises(a.UserError, match="approver='pause'.*inside parallel"):
-        _runs.prepare(agent, "go", RunOptions(approver="pause"), t0=0.0)  # every pattern's runs
+    agent, model = build()
+    patterns = [
+        lambda: a.parallel([agent], "go", approver="pause"),
+        lambda: a.chain([agent], "go", approver="pause"),
+        lambda: a.verify_loop(agent, agent, "go", approver="pause"),
+    ]
+    for pattern in patterns:
+        with pytest.raises(a.UserError, match="approver='pause'.*inside parallel"):
+            a.run_sync(pattern())
+    assert model.requests == []
 
 
 def two_levels() -> tuple[a.Agent, a.ScriptedModel, a.ScriptedModel]:
