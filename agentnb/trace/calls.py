@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
+from ..models.response_cache import CACHE_EVENT
 from ..models.types import ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
 from .sizes import request_sizes, response_chars
@@ -81,6 +82,9 @@ class CallRow:
     """Retries the model client made (each one is in the span's events)."""
     status: str
     """``ok``, ``error`` or ``cancelled``."""
+    cached: bool
+    """Answered from an experiment's response cache (`agentnb.models.response_cache`): not
+    paid for again; ``latency_s`` and the usage are the original call's."""
     prefix: Any
     """The request as a chain of fingerprints (`agentnb.trace.prefixes.Prefix`) for
     `agentnb.cache_estimate`; None without a tokenizer."""
@@ -116,12 +120,14 @@ class CallRow:
             )
         elif tokens_in is not None and provider.input_tokens is not None:
             overhead = provider.input_tokens - tokens_in
-        wait, retries = 0.0, 0
+        wait, retries, cached, latency = 0.0, 0, False, None
         for event in events:
             if event.get("event") == "queue_wait":
                 wait += event.get("seconds", 0.0)
             elif event.get("event") == "retry":
                 retries += 1
+            elif event.get("event") == CACHE_EVENT:
+                cached, latency = True, event.get("latency_s")
         ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
         if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
             ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
@@ -138,7 +144,7 @@ class CallRow:
             span.attrs.get("turn", 0),
             span.started,
             span.ended,
-            (span.ended or 0.0) - span.started - wait,
+            (span.ended or 0.0) - span.started - wait if latency is None else latency,
             wait,
             ttft,
             sizes["total"],
@@ -163,6 +169,7 @@ class CallRow:
             response.stop_reason if response is not None else "error",
             retries,
             status,
+            cached,
             tally.prefix if tally is not None else None,
         )
 
