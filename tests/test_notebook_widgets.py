@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 import agentnb as a
 from agentnb.notebook import RunMonitor, TraceExplorer
 
@@ -242,3 +244,14 @@ def test_run_live_gives_the_monitor_every_delta_before_the_run_s_end(dummy_comm)
     # The caller's own on_event is called too, with every event of the run.
     assert "".join(e.text for e in model_seen if isinstance(e, a.TextDelta)) == ANSWER
     assert isinstance(model_seen[-1], a.RunEnded) and model_seen[-1].result is result
+
+
+def test_the_deprecated_listener_form_still_drives_the_monitor(dummy_comm):
+    watched, listened = RunMonitor("coord"), RunMonitor("coord")
+    result = a.run_sync(team(), "review", on_event=watched.on_event, stream=False)
+    with pytest.warns(DeprecationWarning, match="on_event=fn"):
+        old = a.run_sync(team(), "review", listeners=[listened.listener])
+    watched.finish(result)
+    listened.finish(old)
+
+    assert listened.snapshot() == watched.snapshot() and listened.state == "ok"
