@@ -374,6 +374,7 @@ NOT_CONFIGURED = {
     "ToolCallDelta",
     "SpanEnded",
     "SpanStarted",
+    "LogRecorded",
     "Event",
     "RunEnded",
     "TextDelta",

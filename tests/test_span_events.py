@@ -1,7 +1,9 @@
-"""The run's events carry its spans: the tree rebuilt from the stream alone is ``result.spans``."""
+"""The run's events carry its spans and its log: the tree rebuilt from the stream alone is
+``result.spans``, the log records it carries are ``result.log_lines()``."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import agentnb as a
@@ -77,11 +79,43 @@ def test_the_span_tree_rebuilt_from_a_stream_is_the_result_s():
     assert any(isinstance(events[i], a.TextDelta) for i in at)
 
 
+def _log_lines(events: list[a.Event]) -> list[str]:
+    records = [e.record for e in events if isinstance(e, a.LogRecorded)]
+    return [json.dumps(r, ensure_ascii=False, default=str) for r in records]
+
+
+def test_the_log_rebuilt_from_a_stream_is_the_result_s_in_order_before_its_end():
+    events = list(a.stream_sync(_hierarchy(), "Review clause 4.", run_id="log-1"))
+    result = events[-1].result
+
+    lines = _log_lines(events)
+    assert lines == result.log_lines() and len(lines) >= 4
+    assert [json.loads(x)["event"] for x in (lines[0], lines[-1])] == ["run_start", "run_end"]
+    logged = [i for i, e in enumerate(events) if isinstance(e, a.LogRecorded)]
+    assert logged[-1] == len(events) - 2  # the run's end record comes just before RunEnded
+    assert next(e for e in events if isinstance(e, a.LogRecorded)).path == "boss"
+
+
+def test_a_run_with_a_handoff_logs_it_on_the_stream():
+    billing = a.Agent("billing", "Bill.", a.ScriptedModel([a.say("Refunded.")]))
+    triage = a.Agent(
+        "triage",
+        "Route.",
+        a.ScriptedModel([a.tool_call("transfer_to_billing")]),
+        handoffs=[billing],
+    )
+    events: list[a.Event] = []
+    result = a.run_sync(triage, "Refund me", on_event=events.append)
+
+    assert result.ok and _log_lines(events) == result.log_lines()
+    assert "handoff" in [e.record["event"] for e in events if isinstance(e, a.LogRecorded)]
+
+
 def test_on_event_without_streaming_sees_the_same_tree_and_leaves_the_calls_unstreamed():
     events: list[a.Event] = []
     result = a.run_sync(_hierarchy(), "Review clause 4.", on_event=events.append, stream=False)
 
-    assert _rebuilt(events) == _spans(result)
+    assert _rebuilt(events) == _spans(result) and _log_lines(events) == result.log_lines()
     assert not any(isinstance(e, a.TextDelta) for e in events)
     assert result.calls["ttft_s"].isna().all()  # the model was called as without on_event
     assert isinstance(events[-1], a.RunEnded) and events[-1].result is result

@@ -42,8 +42,8 @@ def two_levels(**chunking: float) -> tuple[a.Agent, a.ScriptedModel, a.ScriptedM
 
 
 def points(events: list[Any]) -> list[Any]:
-    """The run's events other than its spans' (``tests/test_span_events.py`` covers those)."""
-    return [e for e in events if not isinstance(e, (a.SpanStarted, a.SpanEnded))]
+    """The run's events other than its spans' and log records (``tests/test_span_events.py``)."""
+    return [e for e in events if not isinstance(e, (a.SpanStarted, a.SpanEnded, a.LogRecorded))]
 
 
 def shape(event: a.runtime.events.Event) -> tuple[str, ...]:

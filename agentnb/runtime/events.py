@@ -14,7 +14,8 @@ travels as `CallbackRaised` and becomes ``RunResult.error``.
 The events are the one way to watch a run: besides the points above, every span of the trace
 (the run, each agent, model call, tool call, approval and guardrail) starts with a
 `SpanStarted` and ends with a `SpanEnded`, which carry its id and its parent's, so a consumer
-rebuilds the span tree from the stream alone (`agentnb.RunMonitor` does). The trace tells the
+rebuilds the span tree from the stream alone (`agentnb.RunMonitor` does), and every record of
+the run's log arrives as a `LogRecorded` (the stream rebuilds ``log_lines`` too). The trace tells the
 run of its spans through one hook (`Trace.on_span`) installed only when there is a sink.
 Trace listeners ``fn(event, span)`` (``run(listeners=...)``) are deprecated: `listening` turns
 them into a sink of span events.
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from ..models.base import ModelClient
     from ..models.types import ModelRequest
     from ..trace.calls import CallRow
-    from ..trace.spans import Listener, Span, SpanKind
+    from ..trace.spans import Listener, Span, SpanKind, Trace
     from .agent import Agent
     from .context import RunContext
     from .hooks import Hooks
@@ -182,6 +183,17 @@ class SpanEnded(Event):
     span: Span = field(repr=False, compare=False)
 
 
+@dataclass(frozen=True, slots=True)
+class LogRecorded(Event):
+    """A record of the run's log: the dict behind one line of `RunResult.log_lines` (a handoff,
+    a guardrail's verdict, an approval, a model call's retry, the run's start and end, ...).
+    Records reach the stream at the next span's start or end, and the last ones before the
+    run's `RunEnded`, so the stream holds the whole log, in order. ``span_id`` is the run's
+    span, as for `RunEnded`: a record is the run's, written by the agent at ``path``."""
+
+    record: dict[str, Any] = field(compare=False)
+
+
 Sink = Callable[[Event], None]
 
 
@@ -194,19 +206,50 @@ def span_event(change: Literal["start", "end"] | str, span: Span) -> SpanStarted
     return SpanEnded(*where, ended, span.parent_id, span.kind, span.name, span.status, span)
 
 
+class SpanWatch:
+    """The trace's span hook for a watched run: each span's start and end, and before it the
+    log records written since the last one, go to the run's sink."""
+
+    __slots__ = ("sent", "sink", "trace")
+
+    def __init__(self, trace: Trace, sink: Sink) -> None:
+        self.trace = trace
+        self.sink = sink
+        self.sent = 0
+        """How many of the trace's log records were sent."""
+
+    def __call__(self, change: str, span: Span) -> None:
+        if self.sent < len(self.trace.records):
+            self.send_log()
+        self.sink(span_event(change, span))
+
+    def send_log(self) -> None:
+        """Send the log records not sent yet, as `LogRecorded` (in the order they were written)."""
+        records, trace = self.trace.records, self.trace
+        while self.sent < len(records):
+            record = records[self.sent]
+            self.sent += 1  # counted first: a sink that raises is not sent the same record again
+            root = trace.spans[0].span_id if trace.spans else ""
+            where = (str(record.get("agent", "")), record["path"], record["depth"], root)
+            self.sink(LogRecorded(*where, trace.now(), record))
+
+
 def watch_spans(ctx: RunContext) -> None:
-    """Send the spans of the run's trace to its sink as `SpanStarted` / `SpanEnded` (nothing to
-    do when the run has no sink: its spans then cost one check each)."""
+    """Send the spans of the run's trace to its sink as `SpanStarted` / `SpanEnded`, and its
+    log records as `LogRecorded` (nothing to do when the run has no sink: its spans then cost
+    one check each, its log records none)."""
     watchers = ctx.watchers
     if watchers is None or watchers.sink is None:
         ctx.trace.on_span = None
         return
-    sink = watchers.sink
+    ctx.trace.on_span = SpanWatch(ctx.trace, watchers.sink)
 
-    def on_span(change: str, span: Span) -> None:
-        sink(span_event(change, span))
 
-    ctx.trace.on_span = on_span
+def send_log(ctx: RunContext) -> None:
+    """Send what is left of the run's log to its sink (before its `RunEnded`)."""
+    watch = ctx.trace.on_span
+    if isinstance(watch, SpanWatch):
+        watch.send_log()
 
 
 def listening(listeners: Sequence[Listener]) -> Sink:

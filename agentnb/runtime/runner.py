@@ -43,6 +43,7 @@ from .events import (
     handed_off,
     listening,
     run_ended,
+    send_log,
     subscriber,
     watch_spans,
     watchers_for,
@@ -175,6 +176,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     watchers = ctx.watchers
     if watchers is not None and watchers.sink is not None:  # streamed: the last event
         try:
+            send_log(ctx)
             watchers.sink(run_ended(ctx, agent, result))
         except CallbackRaised as exc:  # the run's on_event raised at its end
             result = build_result(ctx, None, exc.error)
