@@ -58,6 +58,7 @@ from .models import (
 )
 from .models.anthropic import AnthropicModel
 from .models.openai import OpenAIModel
+from .models.openai_responses import HostedTool, OpenAIResponsesModel
 from .models.recording import (
     record,
     replay,
@@ -188,12 +189,14 @@ __all__ = [
     # models
     "AnthropicModel",
     "FunctionModel",
+    "HostedTool",
     "Message",
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "ScriptedModel",
     "ToolCall",
     "ToolSpec",

@@ -59,6 +59,11 @@ class CallRow:
     chars_in_framing: int
     chars_out: int
     """Characters generated: the answer's text plus its tool calls' arguments."""
+    chars_sent: int
+    """Characters that went on the wire, by the rule of ``chars_in``: ``chars_in`` when the
+    whole request was sent; less when the provider kept the conversation and only the new
+    messages were sent (`agentnb.OpenAIResponsesModel` with ``conversation="server"``),
+    while ``provider_tokens_in`` is still billed for the whole context."""
     tokens_in: int | None
     tokens_out: int | None
     tokens_method: str
@@ -116,12 +121,14 @@ class CallRow:
             )
         elif tokens_in is not None and provider.input_tokens is not None:
             overhead = provider.input_tokens - tokens_in
-        wait, retries = 0.0, 0
+        wait, retries, sent = 0.0, 0, sizes["total"]
         for event in events:
             if event.get("event") == "queue_wait":
                 wait += event.get("seconds", 0.0)
             elif event.get("event") == "retry":
                 retries += 1
+            elif event.get("event") == "server_state":  # the model client sent less
+                sent = event.get("chars_sent", sent)
         ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
         if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
             ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
@@ -150,6 +157,7 @@ class CallRow:
             sizes["tool_results"],
             sizes["framing"],
             response_chars(response) if response is not None else 0,
+            sent,
             tokens_in,
             tokens_out,
             method,
