@@ -12,6 +12,7 @@ them; their text, when the model quotes it, is in the answer.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,13 @@ class HostedTool:
                 "HostedTool('function') is not a hosted tool: give the agent a Python function "
                 "as a tool instead (agentnb runs it)"
             )
+        try:
+            json.dumps(options, allow_nan=False)
+        except (TypeError, ValueError):
+            raise UserError(
+                f"HostedTool({type!r}, ...) options are sent as JSON: give str, numbers, bools, "
+                f"lists and dicts of them; got {options!r}"[:300]
+            ) from None
         object.__setattr__(self, "type", type)
         object.__setattr__(self, "options", dict(options))
 

@@ -62,7 +62,11 @@ class Plan:
         """After a 400/404 naming ``previous_response_id`` (the server forgot the response):
         send the whole history instead, once. True when the call is to be tried again so."""
         gone = self.at.previous_response_id
-        if gone is None or failed.status not in (400, 404) or "previous" not in failed.message:
+        if (
+            gone is None
+            or failed.status not in (400, 404)
+            or "previous" not in failed.message.lower()
+        ):
             return False
         model._chains.forget(gone)
         events.append({"event": "server_state_lost", "previous_response_id": gone})
