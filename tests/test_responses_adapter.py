@@ -15,6 +15,7 @@ import uuid
 from typing import Any
 
 import pytest
+from _sse_reply import Streamed, sse
 from _stub_server import Reply, StubServer
 from pydantic import BaseModel
 
@@ -22,7 +23,7 @@ import agentnb as a
 from agentnb.models import Backoff, ModelRequest
 from agentnb.models.deltas import TextChunk, ToolCallChunk
 from agentnb.models.registry import model_from_spec
-from agentnb.models.responses_server import ResponsesServer
+from agentnb.models.responses_server import ResponsesServer, stream_events
 from agentnb.trace.render import result_text
 
 KEY = "sk-test-" + uuid.uuid4().hex
@@ -76,7 +77,7 @@ def test_a_tool_loop_goes_over_the_wire_in_responses_shape():
     ]
     assert server.stored == {}  # store=false: nothing kept
     calls = result.calls
-    assert calls["chars_sent"].tolist() == calls["chars_in"].tolist()  # the whole request went
+    assert calls["chars_on_wire"].tolist() == calls["chars_in"].tolist()  # the whole request went
     assert calls["provider_tokens_in"].tolist() == [-(-c // 4) for c in calls["chars_in"]]
 
 
@@ -99,10 +100,12 @@ def test_server_state_sends_only_the_new_items_while_the_whole_context_is_billed
     rows, rows_full = result.calls, full.calls
     assert rows["chars_in"].tolist() == rows_full["chars_in"].tolist()
     assert rows["provider_tokens_in"].tolist() == rows_full["provider_tokens_in"].tolist()
-    assert rows["chars_sent"].iloc[0] == rows["chars_in"].iloc[0]
+    assert rows["chars_on_wire"].iloc[0] == rows["chars_in"].iloc[0]
     delta = ModelRequest("You add.", [a.Message("tool", "5", tool_call_id="call_resp_0001_0")])
     delta.tools = [add.spec]
-    assert rows["chars_sent"].iloc[1] == len(a.canonical_request(delta)) < rows["chars_in"].iloc[1]
+    assert (
+        rows["chars_on_wire"].iloc[1] == len(a.canonical_request(delta)) < rows["chars_in"].iloc[1]
+    )
     states = [
         e for s in result.spans for e in s.attrs.get("events", []) if e["event"] == "server_state"
     ]
@@ -112,7 +115,7 @@ def test_server_state_sends_only_the_new_items_while_the_whole_context_is_billed
         (None, 0, 1),
         ("resp_0001", 2, 1),
     ]
-    assert "chars sent after resp_0001" in result_text(result)
+    assert "chars on the wire after resp_0001" in result_text(result)
 
 
 def test_streaming_yields_text_and_argument_deltas_then_the_same_response():
@@ -143,7 +146,7 @@ def test_streaming_yields_text_and_argument_deltas_then_the_same_response():
     response = items[-1]
     assert response.tool_calls == [a.ToolCall("add", '{"x":1,"y":2}', "call_resp_0003_0")]
     assert response.usage.input_tokens is not None and response.stop_reason == "tool_calls"
-    assert result.calls["chars_sent"].iloc[1] < result.calls["chars_in"].iloc[1]
+    assert result.calls["chars_on_wire"].iloc[1] < result.calls["chars_in"].iloc[1]
 
 
 def test_structured_output_is_asked_for_with_text_format():
@@ -302,7 +305,7 @@ def test_a_retry_resends_the_same_delta_after_the_same_response():
     assert retried["input"] == [{"type": "function_call_output", "call_id": "c1", "output": "3"}]
     assert result.calls["retries"].tolist() == [0, 1]
     assert result.calls["provider_tokens_in"].tolist() == [100, 100]
-    assert result.calls["chars_sent"].iloc[1] < result.calls["chars_in"].iloc[1]
+    assert result.calls["chars_on_wire"].iloc[1] < result.calls["chars_in"].iloc[1]
 
 
 def test_a_forgotten_response_is_answered_by_sending_the_whole_history():
@@ -323,7 +326,7 @@ def test_a_forgotten_response_is_answered_by_sending_the_whole_history():
         "function_call",
         "function_call_output",
     ]
-    assert result.calls["chars_sent"].iloc[1] == result.calls["chars_in"].iloc[1]
+    assert result.calls["chars_on_wire"].iloc[1] == result.calls["chars_in"].iloc[1]
     logged = [json.loads(line)["event"] for line in result.log_lines()]
     assert "model_server_state_lost" in logged
 
@@ -347,9 +350,9 @@ def test_record_and_replay_keep_what_was_sent_and_never_the_key(tmp_path):
     )
 
     assert recorded.ok and replayed.ok and replayed.output == "5"
-    columns = ["chars_in", "chars_sent", "provider_tokens_in"]
+    columns = ["chars_in", "chars_on_wire", "provider_tokens_in"]
     assert replayed.calls[columns].values.tolist() == recorded.calls[columns].values.tolist()
-    assert recorded.calls["chars_sent"].iloc[1] < recorded.calls["chars_in"].iloc[1]
+    assert recorded.calls["chars_on_wire"].iloc[1] < recorded.calls["chars_in"].iloc[1]
     text = (tmp_path / "run.jsonl").read_text()
     assert KEY not in text and KEY[-8:] not in text
 
@@ -392,3 +395,25 @@ def test_the_spec_string_and_settings(monkeypatch):
     assert ok.ok and (body["temperature"], body["max_output_tokens"]) == (0.2, 50)
     assert body["tool_choice"] == {"type": "function", "name": "add"}
     assert not refused.ok and "seed" in str(refused.error) and len(server.received) == 1
+
+
+def streamed(body: dict[str, Any]) -> Streamed:
+    """A reply as the API streams it (the events `ResponsesServer` sends)."""
+    return Streamed([sse(event, event["type"]) for event in stream_events(body)])
+
+
+def test_a_stream_that_fails_before_its_first_delta_is_retried_one_broken_after_is_not():
+    error_event = sse({"type": "error", "code": "server_error", "message": "overloaded"}, "error")
+    good = streamed(reply("resp_A", "Hello there, friend."))
+    with StubResponses([Streamed([error_event]), good, good.cut(3)]) as server:
+        model = responses_model(server.url)
+        events = list(a.stream_sync(a.Agent("w", "Greet.", model), "hi"))
+        broken = list(a.stream_sync(a.Agent("w", "Greet.", model), "hi"))
+
+    result = events[-1].result
+    assert result.ok and result.output == "Hello there, friend.", result.error
+    assert result.calls["retries"].tolist() == [1] and len(server.bodies) == 3
+    assert server.bodies[0] == server.bodies[1]
+    failed = broken[-1].result
+    assert not failed.ok and isinstance(failed.error, a.StreamBroken)
+    assert "response.completed" in str(failed.error)

@@ -12,7 +12,7 @@ It can keep the conversation on the server (``conversation="server"``): each req
 names the response it continues (``previous_response_id``) and sends only the new items,
 while the provider still bills the whole context (`._responses_state` says how the chain
 is found). The ``server_state`` event of each call says what was sent; the calls table's
-``chars_sent`` column shows it beside the billed tokens.
+``chars_on_wire`` column shows it beside the billed tokens.
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ class OpenAIResponsesModel(HTTPModel):
     - ``conversation``: ``"client"`` (default) sends the whole history every time, with
       ``store=false``; ``"server"`` stores each response on the server (``store=true``) and
       sends only the items after the response a request continues (``previous_response_id``).
-      The provider bills the whole context either way; the calls table's ``chars_sent`` is
+      The provider bills the whole context either way; the calls table's ``chars_on_wire`` is
       what went on the wire.
     - ``tools``: hosted tools (`HostedTool`) sent with every request beside the agent's own
       tools; the server runs them, the trace shows their calls (``hosted_tool`` events).
@@ -182,7 +182,7 @@ class OpenAIResponsesModel(HTTPModel):
             "previous_response_id": at.previous_response_id,
             "messages_kept": at.start,
             "messages_sent": len(request.messages) - at.start,
-            "chars_sent": len(canonical_request(sent)),
+            "chars_on_wire": len(canonical_request(sent)),
         }
 
     def _remember(self, request: ModelRequest, response: ModelResponse, rid: str | None) -> None:

@@ -94,7 +94,7 @@ class ResponsesServer:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for event in _events(reply):
+                for event in stream_events(reply):
                     line = f"event: {event['type']}\ndata: {json.dumps(event)}\n\n"
                     self.wfile.write(line.encode())
                 self.wfile.flush()
@@ -243,7 +243,7 @@ def _error(message: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "code": None}}
 
 
-def _events(reply: dict[str, Any]) -> list[dict[str, Any]]:
+def stream_events(reply: dict[str, Any]) -> list[dict[str, Any]]:
     """A response as the API streams it: items added, their deltas, items done, the end."""
     started = {**reply, "status": "in_progress", "output": []}
     events: list[dict[str, Any]] = [{"type": "response.created", "response": started}]

@@ -59,7 +59,7 @@ class CallRow:
     chars_in_framing: int
     chars_out: int
     """Characters generated: the answer's text plus its tool calls' arguments."""
-    chars_sent: int
+    chars_on_wire: int
     """Characters that went on the wire, by the rule of ``chars_in``: ``chars_in`` when the
     whole request was sent; less when the provider kept the conversation and only the new
     messages were sent (`agentnb.OpenAIResponsesModel` with ``conversation="server"``),
@@ -128,7 +128,7 @@ class CallRow:
             elif event.get("event") == "retry":
                 retries += 1
             elif event.get("event") == "server_state":  # the model client sent less
-                sent = event.get("chars_sent", sent)
+                sent = event.get("chars_on_wire", sent)
         ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
         if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
             ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)

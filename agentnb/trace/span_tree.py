@@ -95,9 +95,9 @@ def _server_side(events: Iterable[dict[str, object]]) -> str:
         elif kind == "reasoning":
             parts.append("reasoning")
         elif kind == "server_state" and event.get("previous_response_id"):
-            sent = event.get("chars_sent")
+            sent = event.get("chars_on_wire")
             shown = count(sent) if isinstance(sent, int) else "–"
-            parts.append(f"{shown} chars sent after {event['previous_response_id']}")
+            parts.append(f"{shown} chars on the wire after {event['previous_response_id']}")
     return "".join(f" · {p}" for p in parts)
 
 
