@@ -382,9 +382,8 @@ def test_the_spec_string_and_settings(monkeypatch):
     script = a.ScriptedModel([a.say("ok")])
     with ResponsesServer(script) as server:
         settings = a.ModelSettings(temperature=0.2, max_tokens=50, tool_choice="add")
-        agent = a.Agent(
-            "calc", "You add.", responses_model(server.url), [add], model_settings=settings
-        )
+        model = responses_model(server.url, params={"reasoning": {"effort": "low"}})
+        agent = a.Agent("calc", "You add.", model, [add], model_settings=settings)
         ok = a.run_sync(agent, "1+2?")
         seeded = a.Agent(
             "calc", "x", responses_model(server.url), model_settings=a.ModelSettings(seed=1)
@@ -394,6 +393,7 @@ def test_the_spec_string_and_settings(monkeypatch):
     body = server.received[0]
     assert ok.ok and (body["temperature"], body["max_output_tokens"]) == (0.2, 50)
     assert body["tool_choice"] == {"type": "function", "name": "add"}
+    assert body["reasoning"] == {"effort": "low"}  # params go into the body as they are
     assert not refused.ok and "seed" in str(refused.error) and len(server.received) == 1
 
 
@@ -417,3 +417,49 @@ def test_a_stream_that_fails_before_its_first_delta_is_retried_one_broken_after_
     failed = broken[-1].result
     assert not failed.ok and isinstance(failed.error, a.StreamBroken)
     assert "response.completed" in str(failed.error)
+
+
+def test_a_handoff_with_a_filtered_history_starts_a_new_chain():
+    def reply(request: ModelRequest) -> Any:
+        if request.system == "Route.":
+            return a.tool_call("transfer_to_billing")
+        return a.say("Billing here.")
+
+    with ResponsesServer(a.ScriptedModel(reply)) as server:
+        model = responses_model(server.url, conversation="server")
+        billing = a.Agent("billing", "You bill.", model)
+        only_intent = a.Handoff(billing, config=a.HandoffConfig(strategy="intent_only"))
+        triage = a.Agent("triage", "Route.", model, handoffs=[only_intent])
+        result = a.run_sync(triage, "My invoice is wrong.")
+
+    assert result.ok, result.error
+    second = server.received[1]
+    assert "previous_response_id" not in second  # what it was given is not a stored conversation
+    assert result.calls["chars_on_wire"].tolist() == result.calls["chars_in"].tolist()
+
+
+def test_chains_continue_the_longest_remembered_conversation_and_forget_the_oldest():
+    from agentnb.models import _responses_state as state
+
+    user, other = a.Message.user("hi"), a.Message.user("other")
+    chains = state.ResponseChains()
+    first = a.ModelResponse(tool_calls=[a.ToolCall("add", "{}", "c1")])
+    chains.remember([user], first, "resp_1")
+    turn = [user, a.Message.assistant(None, (a.ToolCall("add", "{}", "c1"),))]
+    tool = a.Message("tool", "3", tool_call_id="c1")
+    chains.remember([*turn, tool], a.ModelResponse(text="3"), "resp_2")
+
+    assert chains.continuation([user]) == state.Continuation(None, 0)
+    assert chains.continuation([*turn, tool]) == state.Continuation("resp_1", 2)
+    later = [*turn, tool, a.Message.assistant("3"), a.Message.user("and 4?")]
+    assert chains.continuation(later) == state.Continuation("resp_2", 4)
+    changed = [user, a.Message.assistant(None, (a.ToolCall("add", '{"x":1}', "c1"),)), tool]
+    assert chains.continuation(changed) == state.Continuation(None, 0)  # not what the server has
+    assert chains.continuation([other, *turn[1:]]) == state.Continuation(None, 0)
+
+    chains.forget("resp_1")
+    assert chains.continuation([*turn, tool]) == state.Continuation(None, 0)
+    for i in range(state.MAX_CHAINS + 1):
+        chains.remember([a.Message.user(str(i))], a.ModelResponse(text="x"), f"r{i}")
+    assert len(chains) == state.MAX_CHAINS
+    assert chains.continuation(later) == state.Continuation(None, 0)  # resp_2 was the oldest

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 _END = frozenset({"response.completed", "response.incomplete"})
 
+_ERROR_STATUS = {"server_error": 500, "rate_limit_exceeded": 429, "overloaded": 529}
+"""The status an ``error`` event's code stands for, so that one before the first delta is
+retried like the same HTTP error; another code is not retried."""
+
 
 class ResponseStream:
     """What one Responses API stream has said so far."""
@@ -71,7 +75,7 @@ class ResponseStream:
             raise ServerError(Failure(None, str(error.get("message") or error), retryable=False))
         elif kind == "error":
             code = data.get("code")
-            status = code if isinstance(code, int) else 500 if code == "server_error" else None
+            status = code if isinstance(code, int) else _ERROR_STATUS.get(str(code))
             message = str(data.get("message") or data)
             raise ServerError(Failure(status, message, retryable=status is not None))
         return []

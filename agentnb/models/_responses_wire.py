@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import UserError
@@ -47,7 +46,6 @@ HOSTED_CALLS = frozenset(
 """Output items of tools the server runs: traced, never run by agentnb."""
 
 
-@dataclass(frozen=True)
 class HostedTool:
     """A tool the provider runs on its side (``HostedTool("web_search")``,
     ``HostedTool("file_search", vector_store_ids=["vs_1"])``,
@@ -58,8 +56,7 @@ class HostedTool:
     an output item, traced as a ``hosted_tool`` event of the model call.
     """
 
-    type: str
-    options: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("options", "type")
 
     def __init__(self, type: str, **options: Any) -> None:  # noqa: A002 (the API's word)
         if not isinstance(type, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", type):
@@ -79,11 +76,19 @@ class HostedTool:
                 f"HostedTool({type!r}, ...) options are sent as JSON: give str, numbers, bools, "
                 f"lists and dicts of them; got {options!r}"[:300]
             ) from None
-        object.__setattr__(self, "type", type)
-        object.__setattr__(self, "options", dict(options))
+        self.type = type
+        self.options: dict[str, Any] = dict(options)
 
     def as_wire(self) -> dict[str, Any]:
+        """The tool as the request's ``tools`` lists it."""
         return {"type": self.type, **self.options}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HostedTool):
+            return NotImplemented
+        return self.as_wire() == other.as_wire()
+
+    __hash__ = None  # type: ignore[assignment]  # its options may be dicts
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self.options.items())
