@@ -163,7 +163,7 @@ def test_structured_output_is_asked_for_with_text_format():
 
 
 def test_hosted_tools_and_reasoning_items_are_kept_and_traced_not_run():
-    script = a.ScriptedModel([a.say("Rates rose in May.")])
+    script = a.ScriptedModel([a.say("Rates rose in May.")] * 2)
     with ResponsesServer(script, reasoning=True) as server:
         tools = [
             a.HostedTool("web_search"),
@@ -171,6 +171,9 @@ def test_hosted_tools_and_reasoning_items_are_kept_and_traced_not_run():
         ]
         model = responses_model(server.url, tools=tools)
         result = a.run_sync(a.Agent("research", "Search.", model), "What happened to rates?")
+        streamed = list(
+            a.stream_sync(a.Agent("research", "Search.", model), "What happened to rates?")
+        )
 
     assert result.ok and result.output == "Rates rose in May."
     assert server.received[0]["tools"] == [
@@ -188,6 +191,12 @@ def test_hosted_tools_and_reasoning_items_are_kept_and_traced_not_run():
     assert events[1]["action"] == {"type": "search", "query": "What happened to rates?"}
     assert events[2]["outputs"] == [{"type": "logs", "logs": "2"}]
     assert result.calls["tokens_out_reasoning"].iloc[0] == 4
+    streamed_call = next(s for s in streamed[-1].result.spans if s.kind == "model_call")
+    assert [
+        {**e, "id": None} for e in streamed_call.attrs["events"]
+    ] == [  # the same, read off the stream
+        {**e, "id": None} for e in events
+    ]
     logged = [json.loads(line)["event"] for line in result.log_lines()]
     assert {"model_reasoning", "model_hosted_tool"} <= set(logged)
     assert "web_search_call · code_interpreter_call" in result_text(result)
