@@ -338,6 +338,9 @@ def test_a_forgotten_response_is_answered_by_sending_the_whole_history():
     assert result.calls["chars_on_wire"].iloc[1] == result.calls["chars_in"].iloc[1]
     logged = [json.loads(line)["event"] for line in result.log_lines()]
     assert "model_server_state_lost" in logged
+    states = [e for s in result.spans for e in s.attrs.get("events", []) if "chars_on_wire" in e]
+    assert [e["previous_response_id"] for e in states] == [None, None]  # what went, in the end
+    assert "on the wire after" not in result_text(result)
 
 
 def test_a_failed_response_is_an_error_not_an_answer():

@@ -18,6 +18,7 @@ both continue the same response, which the API allows.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,15 +62,17 @@ class ResponseChains:
 
     def __init__(self) -> None:
         self._ids: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()  # a model may serve agentnb's loop and Jupyter's at once
 
     def continuation(self, messages: Sequence[Message]) -> Continuation:
         """The longest remembered conversation ``messages`` starts with (none: send it whole)."""
         keys = _prefix_keys(messages)
-        for k in range(len(messages), 0, -1):
-            found = self._ids.get(keys[k])
-            if found is not None:
-                self._ids.move_to_end(keys[k])
-                return Continuation(found, k)
+        with self._lock:
+            for k in range(len(messages), 0, -1):
+                found = self._ids.get(keys[k])
+                if found is not None:
+                    self._ids.move_to_end(keys[k])
+                    return Continuation(found, k)
         return Continuation(None, 0)
 
     def remember(
@@ -80,15 +83,17 @@ class ResponseChains:
             return
         reply = Message.assistant(response.text, tuple(response.tool_calls))
         key = _prefix_keys([*messages, reply])[-1]
-        self._ids[key] = response_id
-        self._ids.move_to_end(key)
-        while len(self._ids) > MAX_CHAINS:
-            self._ids.popitem(last=False)
+        with self._lock:
+            self._ids[key] = response_id
+            self._ids.move_to_end(key)
+            while len(self._ids) > MAX_CHAINS:
+                self._ids.popitem(last=False)
 
     def forget(self, response_id: str) -> None:
         """The server no longer knows ``response_id`` (expired, deleted)."""
-        for key in [k for k, v in self._ids.items() if v == response_id]:
-            del self._ids[key]
+        with self._lock:
+            for key in [k for k, v in self._ids.items() if v == response_id]:
+                del self._ids[key]
 
     def __len__(self) -> int:
         return len(self._ids)

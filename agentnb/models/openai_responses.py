@@ -71,8 +71,8 @@ class Plan:
         model._chains.forget(gone)
         events.append({"event": "server_state_lost", "previous_response_id": gone})
         self.at = Continuation(None, 0)
-        self.event = model._sent_event(self.request, self.at)
-        events.append(self.event)
+        if self.event is not None:  # the call's one server_state event now says what went
+            self.event.update(model._sent_event(self.request, self.at))
         return True
 
 
@@ -222,6 +222,11 @@ class OpenAIResponsesModel(HTTPModel):
 
         return stream_response(self, request)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_chains"] = None  # a copy elsewhere starts its own chains
+        return state
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
-        self._chains = ResponseChains()  # a copy elsewhere starts its own chains
+        self._chains = ResponseChains()
