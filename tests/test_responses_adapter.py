@@ -475,3 +475,23 @@ def test_chains_continue_the_longest_remembered_conversation_and_forget_the_olde
         chains.remember([a.Message.user(str(i))], a.ModelResponse(text="x"), f"r{i}")
     assert len(chains) == state.MAX_CHAINS
     assert chains.continuation(later) == state.Continuation(None, 0)  # resp_2 was the oldest
+
+
+def test_incomplete_refused_and_unknown_output_read_as_the_other_adapters_do():
+    from agentnb.models._responses_wire import response_from_wire
+    from agentnb.models._sse import attrs
+
+    cut = {**reply("resp_A", "Half an ans"), "status": "incomplete"}
+    cut["incomplete_details"] = {"reason": "max_output_tokens"}
+    response, rid = response_from_wire(attrs(cut))
+    assert (response.text, response.stop_reason, rid) == ("Half an ans", "length", "resp_A")
+
+    refused = reply("resp_B")
+    part = {"type": "refusal", "refusal": "I can't help with that."}
+    refused["output"] = [{"type": "message", "content": [part]}, {"type": "image_generation_x"}]
+    response, _ = response_from_wire(attrs(refused))
+    assert response.text == "I can't help with that."
+    assert response.events == [
+        {"event": "refusal"},
+        {"event": "output_item", "type": "image_generation_x"},
+    ]
