@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import UserError
-from . import checks
+from . import checks, tokenizing
 from ._anthropic_wire import (
     CacheMode,
     MalformedReply,
@@ -105,6 +105,7 @@ class AnthropicModel(HTTPModel):
             stream_idle=stream_idle,
         )
         self.max_tokens = max_tokens
+        self.tokenizer = tokenizing.PROVIDER  # Anthropic publishes no tokenizer for Claude
         self.structured: StructuredMode = structured
         self.cache: CacheMode = cache
 

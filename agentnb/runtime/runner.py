@@ -467,35 +467,36 @@ async def call_model(
         try:
             trace.end(span, status)
         finally:  # the row is kept even when a listener raises at the call's end
-            _record(ctx, state, request, None, span, status, getattr(exc, "events", None))
+            _record(ctx, model, state, request, None, span, status, getattr(exc, "events", None))
         raise
     try:
         trace.end(span, "ok")
     finally:
-        _record(ctx, state, request, response, span, "ok")
+        row = _record(ctx, model, state, request, response, span, "ok")
     if events is not None:
-        await events.model_ended(ctx, state, response, trace.call_rows[-1])
+        await events.model_ended(ctx, state, response, row)
     return response
 
 
 def _record(
     ctx: RunContext,
+    model: ModelClient,
     state: AgentRun,
     request: ModelRequest,
     response: ModelResponse | None,
     span: Span,
     status: str,
     failed_events: list[dict[str, Any]] | None = None,
-) -> None:
-    """Add the call's row to the trace, its sizes to its span, its usage to the run."""
+) -> CallRow:
+    """Add the call's row to the trace, its sizes to its span, its usage to the run (its
+    tokens are counted when the row is read: `CallRow.count_tokens`)."""
     events = response.events if response is not None else (failed_events or [])
-    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events)
+    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events, model)
     ctx.trace.call_rows.append(row)
     attrs = span.attrs
-    attrs["chars_in"], attrs["chars_out"] = row.chars_in, row.chars_out
-    attrs["tokens_in"], attrs["tokens_out"], attrs["retries"] = (
-        row.tokens_in,
-        row.tokens_out,
+    attrs["chars_in"], attrs["chars_out"], attrs["retries"] = (
+        row.chars_in,
+        row.chars_out,
         row.retries,
     )
     if events:
@@ -510,12 +511,13 @@ def _record(
                     **{k: v for k, v in event.items() if k != "event"},
                 )
     if response is None:
-        return
+        return row
     ctx.usage.add(response.usage, requests=1)
     state.usage.add(response.usage, requests=1)
     state.chars_in += row.chars_in
     if state.budgets:
         _charge(state, response.usage, row)
+    return row
 
 
 def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
