@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, stream_of
 from ..models.types import ModelResponse, ToolCall
+from .hooks import Hooks, reads_rows
 from .transfer import Transfer
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from ..trace.spans import Span
     from .agent import Agent
     from .context import RunContext
-    from .hooks import Hooks
     from .result import RunResult
     from .state import AgentRun
 
@@ -180,7 +180,8 @@ class RunEvents:
         response: ModelResponse,
         row: CallRow,
     ) -> None:
-        if self.hooks:
+        if any(map(reads_rows, self.hooks)):
+            # the row as a dict counts its tokens: only for a hook that reads it
             await self._hooks("on_model_end", ctx, state.agent, response, row.as_dict())
 
     async def tool_started(

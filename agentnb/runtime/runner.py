@@ -30,6 +30,7 @@ from ..models.settings import ModelSettings, check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
 from ..trace.spans import Listener, Span
+from ..trace.tokens import preload
 from ..words import plural
 from ._tasks import run_concurrently
 from .agent import Agent
@@ -38,7 +39,7 @@ from .context import Limits, RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .events import Event, RunEvents, events_for, handed_off, run_ended, subscriber
 from .guardrails import Guardrail, check_all, first_call, start_input_checks
-from .hooks import Hooks
+from .hooks import Hooks, reads_rows
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunOptions
@@ -121,6 +122,8 @@ def start_context(
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)
     resolve_model(agent, default)
+    if _counts_while_running(agent, options):  # loaded before the run's clock starts
+        preload(*_models(agent, default))
     ctx = RunContext.create(options, t0=t0)
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
@@ -129,6 +132,31 @@ def start_context(
         sink = subscriber(options.on_event) if options.on_event is not None else None
         ctx.events = RunEvents(sink, (options.hooks,) if options.hooks is not None else ())
     return ctx
+
+
+def _counts_while_running(agent: Agent, options: RunOptions) -> bool:
+    """Whether the run reads token counts as it runs: a token budget, or a hook given each
+    call's row (other runs count when their rows are read, after the run)."""
+    if options.limits is not None and options.limits.max_tokens is not None:
+        return True
+    return reads_rows(options.hooks) or reads_rows(agent.hooks)
+
+
+def _models(agent: Agent, default: ModelClient | None) -> list[object]:
+    """The models of ``agent`` and of the agents its tools may run, once each."""
+    seen: set[int] = set()
+    models: list[object] = [default]
+    todo = [agent]
+    while todo:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        models.append(each.model)
+        for tool in each.tools:
+            if isinstance(tool, BaseTool):
+                todo.extend(sub for _, sub in tool.sub_agents())
+    return [m for m in models if m is not None]
 
 
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:

@@ -90,21 +90,28 @@ def _counter(encode: Callable[[str], list[int]]) -> Encoder:
 
 PIECE_CHARS = 100_000
 """The longest text counted in one go. bpe-openai refuses a text of a million characters or
-more (or of more than 200,000 tokens); longer texts are counted in pieces cut at spaces."""
+more (or of more than 200,000 tokens); longer texts are counted in pieces (`in_pieces`)."""
 
 
 def in_pieces(text: str, count: Encoder, size: int = PIECE_CHARS) -> int:
-    """``count`` summed over pieces of ``text`` of at most ``size`` characters, each cut just
-    before a space or a line break where there is one near the end (a byte-pair encoding
-    starts a token at a space, so the sum is the count of the whole, or a token off at a cut
-    with no space near). A piece the encoder still refuses is halved."""
+    """``count`` summed over pieces of ``text`` of at most ``size`` characters.
+
+    Each piece ends just before a single space between two other characters, where a
+    byte-pair encoding always starts a new token, so the sum is the count of the whole; only
+    a stretch of a thousand characters without such a space is cut where it stands (a token
+    or two off). A piece the encoder still refuses is halved."""
     total, start, n = 0, 0, len(text)
     while start < n:
         end = min(start + size, n)
         if end < n:
-            space = max(text.rfind(" ", end - 1000, end), text.rfind("\n", end - 1000, end))
-            if space > start:
-                end = space
+            low = max(start + 1, end - 1000)
+            cut = min(end, n - 2)
+            while cut > low and not (
+                text[cut] == " " and not text[cut - 1].isspace() and not text[cut + 1].isspace()
+            ):
+                cut -= 1
+            if cut > low:
+                end = cut
         piece = text[start:end]
         try:
             total += count(piece)

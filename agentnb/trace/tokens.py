@@ -153,6 +153,14 @@ def tokenizer(model: object = None) -> tuple[Encoder | None, str]:
     return hit
 
 
+def preload(*models: object) -> None:
+    """Load the tokenizers of ``models`` (clients or names; none: the default) now, so that a
+    run that must count while it runs (a token budget, a hook reading its rows) does not pay
+    for loading one inside its own time or timeout."""
+    for model in models or (None,):
+        tokenizer(model)
+
+
 def _chosen(choice: str) -> tuple[Encoder | None, str]:
     """The counter a client asked for: an encoding, or its provider's usage."""
     mode = _state["mode"]
