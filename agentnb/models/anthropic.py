@@ -32,6 +32,7 @@ from ._anthropic_wire import (
 from ._http import Backoff
 from ._http_model import DEFAULT_BACKOFF, HTTPModel
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["AnthropicModel"]
@@ -124,8 +125,7 @@ class AnthropicModel(HTTPModel):
             body = request_to_wire(
                 self.model, request, self.structured, self.max_tokens, self.cache
             )
-            params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-            extra = {"extra_body": params} if params else {}
+            extra = extra_body(self.params, body)  # ModelSettings.extra, params
 
             async def attempt() -> Any:
                 return await client.messages.with_raw_response.create(

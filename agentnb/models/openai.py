@@ -36,6 +36,7 @@ from ._openai_wire import (
     weaker_mode,
 )
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["NO_KEY", "OpenAIModel"]
@@ -170,8 +171,7 @@ class OpenAIModel(HTTPModel):
                 body = request_to_wire(
                     self.model, request, mode, max_tokens_param=self._max_tokens_param
                 )
-                params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-                extra = {"extra_body": params} if params else {}
+                extra = extra_body(self.params, body)  # ModelSettings.extra, params
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
                 )
