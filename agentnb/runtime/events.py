@@ -282,8 +282,8 @@ async def _streamed(
                 pieces.append(item.text)
                 sink(TextDelta(agent, path, depth, span_id, trace.now(), item.text))
     except BaseException:
-        if pieces:
-            span.attrs["partial_text"] = "".join(pieces)
+        if pieces:  # what the model said before the stream broke: the agent's partial answer
+            span.attrs["partial_text"] = state.last_text = "".join(pieces)
         raise
     finally:
         aclose = getattr(items, "aclose", None)
