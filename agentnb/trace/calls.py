@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..models.tokenizing import PROVIDER
-from ..models.types import ModelRequest, ModelResponse, Usage
+from ..models.types import Message, ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
 from .sizes import request_sizes, response_chars
 from .tokens import request_tokens, response_tokens
@@ -160,7 +160,7 @@ class CallRow:
             retries,
             status,
             None,
-            (span, request, response, tally, span.name if model is None else model),
+            _Unsent.keep(span, request, response, tally, span.name if model is None else model),
         )
 
     def count_tokens(self) -> None:
@@ -173,7 +173,8 @@ class CallRow:
         if pending is None:
             return
         self.pending = None
-        span, request, response, tally, model = pending
+        span, tally, model = pending.span, pending.tally, pending.model
+        request, response = pending.request(), pending.response()
         tokens_in, method = request_tokens(request, tally, model)
         tokens_out = (
             response_tokens(response, model)
@@ -211,6 +212,93 @@ class CallRow:
     def as_dict(self) -> dict[str, Any]:
         """The row as a dict, keyed by `CALL_COLUMNS`."""
         return {c: getattr(self, c) for c in CALL_COLUMNS}
+
+
+class _Sent:
+    """The newest history an agent sent, shared by its rows not yet counted."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+
+
+class _Unsent:
+    """What a row's request count needs, without holding the request's own copy of the history.
+
+    Every request resends the history, so keeping each request until its row is read would
+    hold a number of message references that grows with the square of the turns. The rows of
+    one agent share one `_Sent` instead, which holds the newest history; a row keeps how many
+    of its messages it sent. A history that did not grow by appending (a handoff replaced it)
+    starts a new `_Sent`; the check is the one `HistoryTally` makes.
+    """
+
+    __slots__ = (
+        "span",
+        "system",
+        "tools",
+        "output_schema",
+        "sent",
+        "length",
+        "answer",
+        "tally",
+        "model",
+    )
+
+    def __init__(
+        self,
+        span: Span,
+        request: ModelRequest,
+        sent: _Sent,
+        response: ModelResponse | None,
+        tally: HistoryTally | None,
+        model: object,
+    ) -> None:
+        self.span, self.tally, self.model = span, tally, model
+        self.system, self.tools, self.output_schema = (
+            request.system,
+            request.tools,
+            request.output_schema,
+        )
+        self.sent, self.length = sent, len(request.messages)
+        self.answer = (response.text, response.tool_calls) if response is not None else None
+
+    @classmethod
+    def keep(
+        cls,
+        span: Span,
+        request: ModelRequest,
+        response: ModelResponse | None,
+        tally: HistoryTally | None,
+        model: object,
+    ) -> _Unsent:
+        messages = request.messages
+        sent = tally.sent if tally is not None else None
+        if sent is not None and _grew_from(messages, sent.messages):
+            sent.messages = messages
+        else:
+            sent = _Sent(messages)
+            if tally is not None:
+                tally.sent = sent
+        return cls(span, request, sent, response, tally, model)
+
+    def request(self) -> ModelRequest:
+        """The request as far as counting goes (its history as it was sent)."""
+        messages = self.sent.messages[: self.length]
+        return ModelRequest(self.system, messages, self.tools, self.output_schema)
+
+    def response(self) -> ModelResponse | None:
+        """The answer as far as counting goes (its text and tool calls)."""
+        if self.answer is None:
+            return None
+        return ModelResponse(self.answer[0], self.answer[1])
+
+
+def _grew_from(messages: list[Message], before: list[Message]) -> bool:
+    n = len(before)
+    return len(messages) >= n and (
+        n == 0 or (messages[0] is before[0] and messages[n - 1] is before[n - 1])
+    )
 
 
 CALL_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CallRow) if f.name != "pending")
