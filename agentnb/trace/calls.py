@@ -22,7 +22,7 @@ from ..models.tokenizing import PROVIDER
 from ..models.types import Message, ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
 from .sizes import request_sizes, response_chars
-from .tokens import request_tokens, response_tokens
+from .tokens import own_tokenizer, request_tokens, response_tokens
 
 if TYPE_CHECKING:
     from .spans import Span
@@ -190,7 +190,7 @@ class CallRow:
             method = "estimate:chars/4"
         elif tokens_in is not None and reported_in is not None:
             overhead = reported_in - tokens_in
-            if overhead < 0 and "(" not in method:  # counted with the model's own tokenizer
+            if overhead < 0 and own_tokenizer(model):
                 method += " (provider reported fewer)"
         self.tokens_in, self.tokens_out, self.tokens_method = tokens_in, tokens_out, method
         self.tokens_in_overhead = overhead

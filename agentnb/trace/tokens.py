@@ -153,6 +153,16 @@ def tokenizer(model: object = None) -> tuple[Encoder | None, str]:
     return hit
 
 
+def own_tokenizer(model: object) -> bool:
+    """Whether ``model``'s tokens are counted with its model's own tokenizer: a client that
+    names its encoding or its server's tokenizer, with no encoding or counter imposed on every
+    model by `set_tokenizer`."""
+    choice = getattr(model, "tokenizer", None) if not isinstance(model, str | None) else None
+    if choice is None or _state["mode"] in ("off", "custom") or _state["encoding"]:
+        return False
+    return callable(choice) or choice in ENCODINGS
+
+
 def preload(*models: object) -> None:
     """Load the tokenizers of ``models`` (clients or names; none: the default) now, so that a
     run that must count while it runs (a token budget, a hook reading its rows) does not pay
