@@ -163,3 +163,14 @@ def test_a_text_without_spaces_past_the_encoders_limit_is_counted(bpe):
     assert encode is not None
     text = "ab" * 1_500_000
     assert encode(text) == 1_000 * encode("ab" * 1_500)
+
+
+async def test_a_tokenizer_that_fails_leaves_the_rows_readable():
+    def broken(text: str) -> int:
+        raise RuntimeError("no vocabulary")
+
+    tokens.set_tokenizer(broken, "mine")
+    result = await a.run(a.Agent("w", "be brief", a.ScriptedModel(["a b"])), "hello there")
+    row = result.calls.iloc[0]
+    assert result.ok and row["tokens_method"] == "unavailable (RuntimeError)"
+    assert row["chars_in"] > 0

@@ -175,12 +175,17 @@ class CallRow:
         self.pending = None
         span, tally, model = pending.span, pending.tally, pending.model
         request, response = pending.request(), pending.response()
-        tokens_in, method = request_tokens(request, tally, model)
-        tokens_out = (
-            response_tokens(response, model)
-            if response is not None and tokens_in is not None
-            else None
-        )
+        try:
+            tokens_in, method = request_tokens(request, tally, model)
+            tokens_out = (
+                response_tokens(response, model)
+                if response is not None and tokens_in is not None
+                else None
+            )
+        except Exception as exc:  # a counter of the user's that fails: the row stays readable
+            tokens_in, tokens_out, method = None, None, f"unavailable ({type(exc).__name__})"
+            if tally is not None:
+                tally.prefix = None
         reported_in, overhead = self.provider_tokens_in, None
         if tokens_in is None and reported_in is not None:
             tokens_in, tokens_out, method = reported_in, self.provider_tokens_out, "provider"
