@@ -56,6 +56,17 @@ def test_a_fresh_process_loads_no_tokenizer_during_its_runs():
     }
 
 
+def test_a_model_client_imports_its_sdk_when_made_not_in_its_first_call():
+    code = (
+        "import sys, agentnb; assert 'openai' not in sys.modules; "
+        "agentnb.OpenAIModel('gpt-4o', api_key='x'); print('openai' in sys.modules)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONWARNINGS": "ignore"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
+
+
 async def test_a_run_counts_nothing_until_its_rows_are_read(word_tokenizer):
     model = a.ScriptedModel([a.say("three four five")])
     result = await a.run(a.Agent("w", "be brief", model), "hello there")

@@ -110,6 +110,10 @@ class HTTPModel:
             self.base_url = display_url(self._url)
             self._key = Secret(self._find_key(api_key))
         self._slots = Slots(self)
+        try:  # imported now, so that a process's first call does not pay for it in its time
+            self._sdk()
+        except ImportError:  # a client given without its package: imported when first used
+            pass
 
     # -- what a provider supplies
 
