@@ -25,6 +25,7 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.base import ModelClient
+from ..models.response_cache import through
 from ..models.settings import check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
@@ -442,6 +443,7 @@ async def call_model(
     events = state.events
     if events is not None:
         await events.model_started(ctx, state, request)
+    model = through(model, state.path, turn)  # an experiment's response cache, when one is on
     span = trace.start(
         "model_call",
         getattr(model, "name", type(model).__name__),

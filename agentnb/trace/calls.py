@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ..models.response_cache import CACHE_EVENT
 from ..models.tokenizing import PROVIDER
 from ..models.types import Message, ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
@@ -88,6 +89,9 @@ class CallRow:
     """Retries the model client made (each one is in the span's events)."""
     status: str
     """``ok``, ``error`` or ``cancelled``."""
+    cached: bool
+    """Answered from an experiment's response cache (`agentnb.models.response_cache`): not
+    paid for again; ``latency_s`` and the usage are the original call's."""
     prefix: Any
     """The request as a chain of fingerprints (`agentnb.trace.prefixes.Prefix`) for
     `agentnb.cache_estimate`; None without a tokenizer."""
@@ -112,12 +116,14 @@ class CallRow:
         None: the span's name)."""
         sizes = request_sizes(request, tally)
         provider = response.usage if response is not None else _NOT_REPORTED
-        wait, retries = 0.0, 0
+        wait, retries, cached, latency = 0.0, 0, False, None
         for event in events:
             if event.get("event") == "queue_wait":
                 wait += event.get("seconds", 0.0)
             elif event.get("event") == "retry":
                 retries += 1
+            elif event.get("event") == CACHE_EVENT:
+                cached, latency = True, event.get("latency_s")
         ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
         if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
             ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
@@ -134,7 +140,7 @@ class CallRow:
             span.attrs.get("turn", 0),
             span.started,
             span.ended,
-            (span.ended or 0.0) - span.started - wait,
+            (span.ended or 0.0) - span.started - wait if latency is None else latency,
             wait,
             ttft,
             sizes["total"],
@@ -159,6 +165,7 @@ class CallRow:
             response.stop_reason if response is not None else "error",
             retries,
             status,
+            cached,
             None,
             _Unsent.keep(span, request, response, tally, span.name if model is None else model),
         )
