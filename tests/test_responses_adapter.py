@@ -495,3 +495,25 @@ def test_incomplete_refused_and_unknown_output_read_as_the_other_adapters_do():
         {"event": "refusal"},
         {"event": "output_item", "type": "image_generation_x"},
     ]
+
+
+def test_the_conversation_fields_are_the_model_s_and_other_params_are_defaults():
+    with pytest.raises(a.UserError, match="cannot set 'store'.*conversation"):
+        a.OpenAIResponsesModel("m", base_url="http://127.0.0.1:1/v1", params={"store": True})
+    with pytest.raises(a.UserError, match="cannot set 'input'"):  # as for every adapter
+        a.OpenAIResponsesModel("m", base_url="http://127.0.0.1:1/v1", params={"input": []})
+
+    script = a.ScriptedModel([a.say("Short."), a.say('{"risk": "low", "score": 1}')])
+    with ResponsesServer(script) as server:
+        model = responses_model(server.url, params={"text": {"verbosity": "low"}})
+        plain = a.run_sync(a.Agent("w", "Write.", model), "hi")
+        typed = a.run_sync(a.Agent("j", "Judge.", model, output_type=Verdict), "hi")
+        chained = a.ModelSettings(extra={"previous_response_id": "resp_9"})
+        refused = a.run_sync(a.Agent("w", "Write.", model, model_settings=chained), "hi")
+
+    assert plain.ok and typed.ok and typed.output == Verdict(risk="low", score=1)
+    first, second = server.received
+    assert first["text"] == {"verbosity": "low"}  # a default where agentnb sets nothing
+    assert second["text"]["format"]["type"] == "json_schema"  # the output type wins
+    assert not refused.ok and "previous_response_id" in str(refused.error)
+    assert len(server.received) == 2  # refused before anything was sent

@@ -95,6 +95,11 @@ class HostedTool:
         return f"HostedTool({self.type!r}{extra})"
 
 
+STATE_FIELDS = ("store", "previous_response_id")
+"""Fields ``OpenAIResponsesModel(conversation=...)`` sets: neither its ``params`` nor
+``ModelSettings(extra=...)`` may, or the trace would not show what the server kept."""
+
+
 def message_items(message: Message) -> list[dict[str, Any]]:
     """One history message as Responses input items (an assistant turn with tool calls is its
     text, if any, then one ``function_call`` item per call)."""
@@ -196,6 +201,14 @@ def _apply_settings(body: dict[str, Any], settings: ModelSettings, request: Mode
     if settings.parallel_tool_calls is not None and request.tools:
         body["parallel_tool_calls"] = settings.parallel_tool_calls
     if settings.extra:
+        for key in STATE_FIELDS:
+            if key in settings.extra:
+                raise unsupported(
+                    "the Responses API",
+                    f"extra[{key!r}]",
+                    settings.extra[key],
+                    "OpenAIResponsesModel(conversation=...) sets it",
+                )
         body["extra_body"] = dict(settings.extra)
 
 

@@ -27,9 +27,16 @@ from . import checks
 from ._http import Backoff, Failure
 from ._http_model import DEFAULT_BACKOFF, HTTPModel
 from ._responses_state import Continuation, ResponseChains
-from ._responses_wire import HostedTool, MalformedReply, request_to_wire, response_from_wire
+from ._responses_wire import (
+    STATE_FIELDS,
+    HostedTool,
+    MalformedReply,
+    request_to_wire,
+    response_from_wire,
+)
 from .canonical import canonical_request
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["Conversation", "HostedTool", "OpenAIResponsesModel"]
@@ -53,10 +60,8 @@ class Plan:
         body["store"] = model.conversation == "server"
         if self.at.previous_response_id is not None:
             body["previous_response_id"] = self.at.previous_response_id
-        params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-        if params:
-            body["extra_body"] = params
-        return {**body, **extra, "timeout": model.timeout}
+        fields = extra_body(model.params, body)  # ModelSettings.extra, then params
+        return {**body, **fields, **extra, "timeout": model.timeout}
 
     def lost(self, model: OpenAIResponsesModel, failed: Failure, events: list[Any]) -> bool:
         """After a 400/404 naming ``previous_response_id`` (the server forgot the response):
@@ -124,6 +129,7 @@ class OpenAIResponsesModel(HTTPModel):
         stream_idle: float | None = None,
     ) -> None:
         checks.one_of(conversation, "OpenAIResponsesModel(conversation=...)", ("client", "server"))
+        refuse_state_fields(params, "OpenAIResponsesModel(params=...)")
         tools = list(tools) if isinstance(tools, (list, tuple)) else tools
         if not isinstance(tools, list) or not all(isinstance(t, HostedTool) for t in tools):
             raise UserError(
@@ -230,3 +236,13 @@ class OpenAIResponsesModel(HTTPModel):
     def __setstate__(self, state: dict[str, Any]) -> None:
         super().__setstate__(state)
         self._chains = ResponseChains()
+
+
+def refuse_state_fields(fields: Mapping[str, Any] | None, where: str) -> None:
+    """A `UserError` for a field of `STATE_FIELDS` in ``fields``."""
+    for key in STATE_FIELDS:
+        if fields and isinstance(fields, Mapping) and key in fields:
+            raise UserError(
+                f"{where} cannot set {key!r}: OpenAIResponsesModel(conversation='client' or "
+                f"'server') sets it, so that the trace shows what the server kept. Remove {key!r}."
+            )
