@@ -63,3 +63,10 @@ def check_hooks(hooks: Any, where: str) -> None:
             "pass MyHooks(), not MyHooks."
         )
     check_hook_names(hooks, Hooks, where)
+
+
+def reads_rows(hooks: object) -> bool:
+    """Whether ``hooks`` has its own ``on_model_end``, which is given each call's row (and
+    so makes the run count its tokens as it goes, rather than when the rows are read)."""
+    own = getattr(type(hooks), "on_model_end", None)
+    return own is not None and own is not Hooks.on_model_end
