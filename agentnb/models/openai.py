@@ -24,20 +24,24 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
+from ..errors import ModelHTTPError
 from . import checks
 from ._http import Backoff, Failure
 from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
 from ._openai_wire import (
+    OPENAI_TOOL_CHOICES,
     MalformedReply,
     StructuredMode,
+    ToolChoices,
     request_to_wire,
+    required_refused,
     response_from_wire,
     weaker_mode,
 )
 from .deltas import StreamItem
 from .types import ModelRequest, ModelResponse
 
-__all__ = ["NO_KEY", "OpenAIModel"]
+__all__ = ["NO_KEY", "OpenAIModel", "ToolChoices"]
 
 Structured = Literal["auto", "json_schema", "json_object", "prompt"]
 
@@ -67,6 +71,8 @@ class OpenAIModel(HTTPModel):
       and, if the server rejects that with 400/422, falls back to JSON mode and then to an
       instruction in the system prompt, remembering what worked.
     - ``params``: extra body fields sent with every request (``temperature``, ``seed``, ...).
+    - ``tool_choices``: a `ToolChoices` for a server whose ``tool_choice`` differs from
+      OpenAI's (``agentnb.local_model()`` sets the one for llama-cpp-python's server).
 
     A pickled copy (a sweep on other processes) carries no key: it reads ``OPENAI_API_KEY``
     where it runs. A model made with ``client=`` cannot be pickled.
@@ -95,7 +101,14 @@ class OpenAIModel(HTTPModel):
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         stream_idle: float | None = None,
+        tool_choices: ToolChoices | None = None,
     ) -> None:
+        if tool_choices is not None and not isinstance(tool_choices, ToolChoices):
+            raise checks.fail(
+                "OpenAIModel(tool_choices=...)",
+                "agentnb.models.ToolChoices(...) or None",
+                tool_choices,
+            )
         checks.one_of(
             structured,
             "OpenAIModel(structured=...)",
@@ -115,6 +128,7 @@ class OpenAIModel(HTTPModel):
             stream_idle=stream_idle,
         )
         self.structured: Structured = structured
+        self.tool_choices = tool_choices or OPENAI_TOOL_CHOICES
         self._mode: StructuredMode = "json_schema" if structured == "auto" else structured
         target = self.base_url or "https://api.openai.com"
         self._max_tokens_param = (
@@ -137,7 +151,11 @@ class OpenAIModel(HTTPModel):
 
             async def attempt() -> Any:
                 body = request_to_wire(
-                    self.model, request, mode, max_tokens_param=self._max_tokens_param
+                    self.model,
+                    request,
+                    mode,
+                    max_tokens_param=self._max_tokens_param,
+                    tool_choices=self.tool_choices,
                 )
                 params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
                 extra = {"extra_body": params} if params else {}
@@ -158,14 +176,17 @@ class OpenAIModel(HTTPModel):
             async def read(raw: Any) -> ModelResponse:
                 return response_from_wire(raw.parse())
 
-            response = await self._slots.send(
-                attempt,
-                read,
-                events,
-                reply="a chat completion",
-                malformed=MalformedReply,
-                fallback=fallback,
-            )
+            try:
+                response = await self._slots.send(
+                    attempt,
+                    read,
+                    events,
+                    reply="a chat completion",
+                    malformed=MalformedReply,
+                    fallback=fallback,
+                )
+            except ModelHTTPError as exc:
+                raise required_refused(exc, request) from None
             if mode is not None and mode != self._mode:
                 self._mode = mode  # remember what this server accepts
             return response
