@@ -11,8 +11,11 @@ server (``MODULE`` is ``llama_cpp.server``), tied to the process that started it
   llama-cpp-python's ``chatml-function-calling``, whose template leaves every ``tool`` message
   out of the prompt (a model never sees a tool's result, so a coordinator never reads its
   sub-agents' answers), with each tool result shown to the model as a user turn that names
-  the function it came from. Everything else, the tool-call grammar included, is the stock
-  format's.
+  the function it came from; and with the request's ``max_tokens`` (or `DEFAULT_LIMIT`)
+  bounding every completion it makes: with ``tool_choice="auto"`` the stock format generates
+  a tool's arguments and its message with no limit at all (``max_tokens=None``), so a small
+  model writing whitespace into a JSON grammar runs until the context is full (minutes on a
+  CPU). Everything else, the tool-call grammar included, is the stock format's.
 
 ``MODULE`` runs as ``python -m MODULE ARGS...`` would run it (tests run a stand-in server this
 way); ``ARGS`` are the server's own command-line options.
@@ -30,6 +33,8 @@ from typing import Any
 
 TOOLS_FORMAT = "agentnb-chatml-function-calling"
 STOCK_FORMAT = "chatml-function-calling"
+DEFAULT_LIMIT = 512
+"""Tokens one completion may generate when the request sets no ``max_tokens``."""
 
 
 def _watch(parent: int) -> None:
@@ -57,6 +62,22 @@ def shown_to_the_model(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return shown
 
 
+class Bounded:
+    """A ``Llama`` whose completions generate at most ``limit`` tokens when asked for no limit."""
+
+    def __init__(self, llama: Any, limit: int) -> None:
+        self._llama = llama
+        self._limit = limit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._llama, name)
+
+    def create_completion(self, **kwargs: Any) -> Any:
+        if kwargs.get("max_tokens") is None:
+            kwargs["max_tokens"] = self._limit
+        return self._llama.create_completion(**kwargs)
+
+
 def register_tools_format() -> None:
     """Register `TOOLS_FORMAT` with llama-cpp-python (in this process)."""
     from llama_cpp import llama_chat_format as formats
@@ -65,11 +86,11 @@ def register_tools_format() -> None:
 
     def handler(**kwargs: Any) -> Any:
         kwargs["messages"] = shown_to_the_model(list(kwargs.get("messages") or []))
+        kwargs["llama"] = Bounded(kwargs["llama"], kwargs.get("max_tokens") or DEFAULT_LIMIT)
         return stock(**kwargs)
 
-    formats.LlamaChatCompletionHandlerRegistry().register_chat_completion_handler(
-        TOOLS_FORMAT, handler, overwrite=True
-    )
+    registry: Any = formats.LlamaChatCompletionHandlerRegistry  # untyped in llama-cpp-python
+    registry().register_chat_completion_handler(TOOLS_FORMAT, handler, overwrite=True)
 
 
 def main(argv: list[str]) -> None:

@@ -263,6 +263,8 @@ class LocalModel:
 
     def stop(self) -> None:
         """Stop the server (its whole process group) and forget the model; safe to repeat."""
+        if self.model is not None:
+            self.model.close()  # its connections, kept alive, would outlive the server
         process, self._process = self._process, None
         atexit.unregister(self.stop)
         if process is not None and process.poll() is None:
@@ -329,6 +331,8 @@ class LocalModel:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self.model is not None:
+            await self.model.aclose()
         self.stop()
 
     def __repr__(self) -> str:
