@@ -123,6 +123,9 @@ class LocalModel:
     cells: ``stop`` in its last cell, and at the kernel's exit at the latest).
     """
 
+    _server_module = "llama_cpp.server"
+    """What runs as ``python -m MODULE`` (tests run a stand-in server)."""
+
     def __init__(
         self,
         path: str | os.PathLike[str] | None = None,
@@ -183,7 +186,6 @@ class LocalModel:
         self.base_url: str | None = None
         self.startup_s: float | None = None
         """Seconds the last `start` took, from launch to the first answer."""
-        self._server_module = "llama_cpp.server"  # what runs as ``python -m``; tests change it
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
