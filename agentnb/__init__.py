@@ -27,6 +27,8 @@ from .errors import (
 from .measure import scenarios
 from .measure.caching import cache_estimate
 from .measure.critical import critical_path
+from .measure.experiment import experiment
+from .measure.pareto import pareto
 from .measure.prices import (
     Price,
     Prices,
@@ -34,6 +36,7 @@ from .measure.prices import (
 )
 from .measure.rounds import verifier_table
 from .measure.sections import section_costs
+from .measure.stored import Experiment, compare, open_experiment
 from .measure.sweep import sweep
 from .measure.tables import (
     breakdown,
@@ -101,6 +104,7 @@ from .runtime import (
     PromptSection,
     RunContext,
     RunEnded,
+    RunOptions,
     RunResult,
     RunStream,
     TeamTool,
@@ -109,6 +113,7 @@ from .runtime import (
     ToolCallContext,
     ToolCallEnded,
     ToolCallStarted,
+    ToolOutcome,
     assemble_prompt,
     run,
     run_streamed,
@@ -224,12 +229,14 @@ __all__ = [
     "PendingCall",
     "PromptSection",
     "RunContext",
+    "RunOptions",
     "RunResult",
     "StopAtTools",
     "TeamTool",
     "Tool",
     "ToolCallContext",
     "ToolGuardrail",
+    "ToolOutcome",
     "agent_guardrail",
     "approve_all",
     "assemble_prompt",
@@ -277,16 +284,21 @@ __all__ = [
     "star",
     "verify_loop",
     # measure
+    "Experiment",
     "Price",
     "Prices",
     "add_cost",
     "breakdown",
     "breakdown_growth",
     "cache_estimate",
+    "compare",
     "cost_fit",
     "cost_table",
     "critical_path",
+    "experiment",
     "latency_series",
+    "open_experiment",
+    "pareto",
     "plot",
     "scenarios",
     "section_costs",

@@ -146,6 +146,27 @@ def _http(cls: Any, option: str, value: Any) -> Any:
     return cls("m", **{**base, option: value})
 
 
+async def _experiment_fn(k: int, trial: int) -> a.RunResult:
+    return await a.run(_agent(), "q")
+
+
+_STORED: list[Any] = []
+
+
+def _stored() -> Any:
+    """One small stored experiment (in the scratch folder) for the readers to read."""
+    if not _STORED:
+        path = os.path.join(_SCRATCH, "stored.db")
+        _STORED.append(
+            a.run_sync(
+                a.experiment(
+                    "stored", _experiment_fn, {"k": [1, 2]}, trials=2, store=path, progress=False
+                )
+            )
+        )
+    return _STORED[0]
+
+
 def _in_scratch(build: Any) -> Any:
     here = os.getcwd()
     os.chdir(_SCRATCH)
@@ -156,7 +177,19 @@ def _in_scratch(build: Any) -> Any:
 
 
 def _keywords(fn: Any, *skip: str) -> list[str]:
-    return [p for p in inspect.signature(fn).parameters if p not in skip]
+    """The keywords ``fn`` takes; ``**options: Unpack[SomeOptions]`` stands for each key of
+    that TypedDict."""
+    parameters = inspect.signature(fn).parameters
+    names = [p for p in parameters if p not in skip and p != "options"]
+    if "options" in parameters:
+        from agentnb.runtime.agent_tool import AS_TOOL_KEYWORDS
+        from agentnb.runtime.tools import TOOL_KEYWORDS
+
+        typed = str(parameters["options"].annotation)
+        known = {"RunKeywords": RUN_OPTIONS, "ToolOptions": TOOL_KEYWORDS}
+        known["AsToolOptions"] = AS_TOOL_KEYWORDS
+        names += sorted(next(v for k, v in known.items() if f"[{k}]" in typed))
+    return names
 
 
 HTTP = ["model", *_keywords(a.OpenAIModel, "model")]
@@ -273,6 +306,37 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         ),
     ),
     "Prices": (_keywords(a.Prices), lambda o, v: a.Prices(**{o: v})),
+    "experiment": (
+        _keywords(a.experiment),
+        lambda o, v: _in_scratch(
+            lambda: a.run_sync(
+                a.experiment(
+                    **{
+                        "name": "args",
+                        "fn": _experiment_fn,
+                        "grid": {"k": [1]},
+                        "store": "args.db",
+                        "progress": False,
+                        o: v,
+                    }
+                )
+            )
+        ),
+    ),
+    "open_experiment": (
+        _keywords(a.open_experiment),
+        lambda o, v: a.open_experiment(**{"name": "stored", "store": _stored().path, o: v}),
+    ),
+    "compare": (
+        ["a", "b", "metric", "method", "confidence"],
+        lambda o, v: a.compare(
+            **{"experiment": _stored(), "a": {"k": 1}, "b": {"k": 2}, "metric": "calls", o: v}
+        ),
+    ),
+    "pareto": (
+        _keywords(a.pareto, "experiment"),
+        lambda o, v: a.pareto(**{"experiment": _stored(), "x": "calls", "y": "chars_in", o: v}),
+    ),
 }
 """Each public constructor: the keywords to throw values at, and how to build it with one."""
 
@@ -280,6 +344,7 @@ COVERED_ELSEWHERE = {
     "Agent": "test_agent",
     "Limits": "test_limits",
     "run": "test_run_options",
+    "RunOptions": "test_run_options (run_sync builds one from its keywords)",
     "run_sync": "test_run_options",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
@@ -294,9 +359,11 @@ NOT_CONFIGURED = {
     "ToolSpec",
     "Usage",
     "CALL_COLUMNS",
+    "Experiment",
     "RunResult",
     "RunContext",
     "ToolCallContext",
+    "ToolOutcome",
     "Guardrail",
     "GuardrailResult",
     "PendingCall",
@@ -412,6 +479,9 @@ NUMBERS = {
     "chain": ("timeout",),
     "verify_loop": ("max_rounds", "timeout"),
     "sweep": ("repeat",),
+    "experiment": ("trials",),
+    "open_experiment": ("version",),
+    "compare": ("confidence",),
     "Price": (
         "input_per_million",
         "output_per_million",
@@ -429,6 +499,8 @@ FLAGS = {
     "PromptSection": ("condition",),
     "Approval": ("approved",),
     "sweep": ("progress",),
+    "experiment": ("progress",),
+    "pareto": ("lower_x", "higher_y"),
     "Prices": ("defaults",),
 }
 """Options that take True or False: anything else is refused, not read as true or false

@@ -98,6 +98,7 @@ def call_row(
         "stop_reason": stop_reason,
         "retries": 0,
         "status": status,
+        "cached": False,
         "prefix": prefix,
     }
     span.attrs.update(

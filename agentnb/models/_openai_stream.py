@@ -25,6 +25,7 @@ from ._openai_wire import (
 )
 from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
 from .deltas import StreamItem, TextChunk, ToolCallChunk
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -133,8 +134,7 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
                 max_tokens_param=model._max_tokens_param,
                 tool_choices=model.tool_choices,
             )
-            params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-            extra = {"extra_body": params} if params else {}
+            extra = extra_body(model.params, body)  # ModelSettings.extra, params
             return client.chat.completions.with_streaming_response.create(
                 **body,
                 stream=True,

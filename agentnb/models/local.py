@@ -239,7 +239,7 @@ class LocalModel:
             alias,
             base_url=base_url,
             tool_choices=LLAMA_CPP_TOOL_CHOICES,
-            **{"name": alias, **self.model_options},
+            **{"name": alias, "tokenizer": "server", **self.model_options},
         )
         return self.model
 

@@ -24,9 +24,9 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
-from ..errors import ModelHTTPError
-from . import checks
-from ._http import Backoff, Failure
+from ..errors import ModelHTTPError, UserError
+from . import checks, tokenizing
+from ._http import Backoff, Failure, Secret
 from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
 from ._openai_wire import (
     OPENAI_TOOL_CHOICES,
@@ -39,6 +39,7 @@ from ._openai_wire import (
     weaker_mode,
 )
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["NO_KEY", "OpenAIModel", "ToolChoices"]
@@ -73,6 +74,11 @@ class OpenAIModel(HTTPModel):
     - ``params``: extra body fields sent with every request (``temperature``, ``seed``, ...).
     - ``tool_choices``: a `ToolChoices` for a server whose ``tool_choice`` differs from
       OpenAI's (``agentnb.local_model()`` sets the one for llama-cpp-python's server).
+    - ``tokenizer``: what agentnb counts this model's tokens with (the ``tokens_method``
+      column says which was used). ``"auto"``: the encoding of an OpenAI model's family
+      (``gpt-4o`` → ``o200k_base``), else, for a server given by ``base_url``, the server's
+      own tokenize endpoint (llama.cpp, llama-cpp-python, vLLM), else the provider's reported
+      usage. Or name one: ``"o200k_base"``, ``"cl100k_base"``, ``"server"``, ``"provider"``.
 
     A pickled copy (a sweep on other processes) carries no key: it reads ``OPENAI_API_KEY``
     where it runs. A model made with ``client=`` cannot be pickled.
@@ -102,6 +108,7 @@ class OpenAIModel(HTTPModel):
         name: str | None = None,
         stream_idle: float | None = None,
         tool_choices: ToolChoices | None = None,
+        tokenizer: str = "auto",
     ) -> None:
         if tool_choices is not None and not isinstance(tool_choices, ToolChoices):
             raise checks.fail(
@@ -114,6 +121,7 @@ class OpenAIModel(HTTPModel):
             "OpenAIModel(structured=...)",
             ("auto", "json_schema", "json_object", "prompt"),
         )
+        checks.one_of(tokenizer, "OpenAIModel(tokenizer=...)", tokenizing.CHOICES)
         super().__init__(
             model,
             base_url=base_url,
@@ -134,6 +142,29 @@ class OpenAIModel(HTTPModel):
         self._max_tokens_param = (
             "max_completion_tokens" if "api.openai.com" in target else "max_tokens"
         )
+        self.tokenizer: str | tokenizing.ServerTokenizer = self._choose_tokenizer(tokenizer)
+
+    def _choose_tokenizer(self, choice: str) -> str | tokenizing.ServerTokenizer:
+        """What `tokenizer` means for this model and server (see the class docstring)."""
+        url = self._url or (str(self._client.base_url) if self._client is not None else None)
+        local = url is not None and self.host not in url
+        if choice == tokenizing.AUTO:
+            encoding, _ = tokenizing.family_encoding(self.model)
+            if encoding is not None:
+                return encoding
+            choice = tokenizing.SERVER if local else tokenizing.PROVIDER
+        if choice != tokenizing.SERVER:
+            return choice
+        if url is None or not local:
+            raise UserError(
+                f"OpenAIModel({self.model!r}, tokenizer='server') counts with the tokenize "
+                "endpoint of the server given by base_url=...; OpenAI's API has none: use "
+                "tokenizer='o200k_base' or 'cl100k_base'"
+            )
+        key = self._key
+        if key is None and self._client is not None:
+            key = Secret(str(getattr(self._client, "api_key", "") or ""))
+        return tokenizing.ServerTokenizer(url, self.model, key)
 
     def _sdk(self) -> ModuleType:
         import openai
@@ -157,8 +188,7 @@ class OpenAIModel(HTTPModel):
                     max_tokens_param=self._max_tokens_param,
                     tool_choices=self.tool_choices,
                 )
-                params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-                extra = {"extra_body": params} if params else {}
+                extra = extra_body(self.params, body)  # ModelSettings.extra, params
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
                 )

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, stream_of
 from ..models.types import ModelResponse, ToolCall
-from .transfer import Transfer
+from .hooks import Hooks, reads_rows
+from .outcome import OutcomeKind, ToolOutcome, model_text
 
 if TYPE_CHECKING:
     from ..models.base import ModelClient
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from ..trace.spans import Span
     from .agent import Agent
     from .context import RunContext
-    from .hooks import Hooks
     from .result import RunResult
     from .state import AgentRun
 
@@ -79,11 +79,13 @@ class ToolCallStarted(Event):
 @dataclass(frozen=True, slots=True)
 class ToolCallEnded(Event):
     """A tool finished; ``result_text`` is what the model reads, ``ok`` False for a tool error,
-    a refusal or a sub-agent's failure."""
+    a refusal or a sub-agent's failure (``kind`` says which: see `agentnb.ToolOutcome`)."""
 
     name: str
     result_text: str
     ok: bool
+    kind: OutcomeKind = "ok"
+    """``ok``, ``error``, ``rejected`` or ``handed_off``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +182,8 @@ class RunEvents:
         response: ModelResponse,
         row: CallRow,
     ) -> None:
-        if self.hooks:
+        if any(map(reads_rows, self.hooks)):
+            # the row as a dict counts its tokens: only for a hook that reads it
             await self._hooks("on_model_end", ctx, state.agent, response, row.as_dict())
 
     async def tool_started(
@@ -192,11 +195,12 @@ class RunEvents:
             await self._hooks("on_tool_start", ctx, state.agent, call.name, call.arguments)
 
     async def tool_ended(
-        self, ctx: RunContext, state: AgentRun, span: Span, call: ToolCall, result: Any, status: str
+        self, ctx: RunContext, state: AgentRun, span: Span, call: ToolCall, outcome: ToolOutcome
     ) -> None:
-        text = result.note if isinstance(result, Transfer) else str(result)
+        text = model_text(outcome)
         if self.sink is not None:
-            self.sink(ToolCallEnded(*_where(ctx, state, span), call.name, text, status == "ok"))
+            where = _where(ctx, state, span)
+            self.sink(ToolCallEnded(*where, call.name, text, outcome.succeeded, outcome.kind))
         if self.hooks:
             await self._hooks("on_tool_end", ctx, state.agent, call.name, text)
 
@@ -281,8 +285,8 @@ async def _streamed(
                 pieces.append(item.text)
                 sink(TextDelta(agent, path, depth, span_id, trace.now(), item.text))
     except BaseException:
-        if pieces:
-            span.attrs["partial_text"] = "".join(pieces)
+        if pieces:  # what the model said before the stream broke: the agent's partial answer
+            span.attrs["partial_text"] = state.last_text = "".join(pieces)
         raise
     finally:
         aclose = getattr(items, "aclose", None)

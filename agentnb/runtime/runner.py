@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
 
@@ -26,22 +25,31 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.base import ModelClient
-from ..models.settings import ModelSettings, check_settings
+from ..models.response_cache import through
+from ..models.settings import check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
-from ..trace.spans import Listener, Span
+from ..trace.spans import Span
+from ..trace.tokens import preload
 from ..words import plural
 from ._tasks import run_concurrently
-from .agent import Agent
-from .approval import Approver
-from .context import Limits, RunContext, TokenBudget
+from .agent import Agent, model_client
+from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
-from .events import Event, RunEvents, events_for, handed_off, run_ended, subscriber
-from .guardrails import Guardrail, check_all, first_call, start_input_checks
-from .hooks import Hooks
+from .events import RunEvents, events_for, handed_off, run_ended, subscriber
+from .guardrails import first_call, run_guardrails, start_input_checks
+from .hooks import reads_rows
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
-from .options import RunOptions
+from .options import RunKeywords, RunOptions
+from .outcome import (
+    RUN_AGAIN,
+    NextStepFinalOutput,
+    NextStepHandoff,
+    NextStepRunAgain,
+    ToolOutcome,
+    model_text,
+)
 from .output import validation_errors
 from .prompt import section_sizes
 from .result import RunResult
@@ -49,26 +57,12 @@ from .settings import after_tool_calls, stopping_call, turn_settings
 from .state import AgentRun
 from .tool_context import ToolCallContext
 from .tool_guardrails import invoke_checked
-from .tools import BaseTool
+from .tools import BaseTool, read_arguments
 from .transfer import Transfer
 
 
 async def run(
-    agent: Agent,
-    input: str | list[Message],
-    *,
-    limits: Limits | None = None,
-    artifacts: dict[str, str] | None = None,
-    max_turns: int | None = None,
-    timeout: float | None = None,
-    approver: Approver | None = None,
-    deps: Any = None,
-    run_id: str | None = None,
-    listeners: Sequence[Listener] = (),
-    model: ModelClient | str | None = None,
-    model_settings: ModelSettings | None = None,
-    hooks: Hooks | None = None,
-    on_event: Callable[[Event], None] | None = None,
+    agent: Agent, input: str | list[Message], **options: Unpack[RunKeywords]
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -84,21 +78,7 @@ async def run(
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
     """
-    options = RunOptions(
-        limits=limits,
-        artifacts=artifacts,
-        max_turns=max_turns,
-        timeout=timeout,
-        approver=approver,
-        deps=deps,
-        run_id=run_id,
-        listeners=listeners,
-        model=model,
-        model_settings=model_settings,
-        hooks=hooks,
-        on_event=on_event,
-    )
-    return await execute(agent, input, start_context(agent, input, options))
+    return await execute(agent, input, start_context(agent, input, RunOptions.of(**options)))
 
 
 def start_context(
@@ -120,7 +100,9 @@ def start_context(
     if not isinstance(options, RunOptions):
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)
-    resolve_model(agent, default)
+    model_client(agent, default)  # a UserError now for an agent without a usable model
+    if _counts_while_running(agent, options):  # loaded before the run's clock starts
+        preload(*_models(agent, default))
     ctx = RunContext.create(options, t0=t0)
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
@@ -129,6 +111,31 @@ def start_context(
         sink = subscriber(options.on_event) if options.on_event is not None else None
         ctx.events = RunEvents(sink, (options.hooks,) if options.hooks is not None else ())
     return ctx
+
+
+def _counts_while_running(agent: Agent, options: RunOptions) -> bool:
+    """Whether the run reads token counts as it runs: a token budget, or a hook given each
+    call's row (other runs count when their rows are read, after the run)."""
+    if options.limits is not None and options.limits.max_tokens is not None:
+        return True
+    return reads_rows(options.hooks) or reads_rows(agent.hooks)
+
+
+def _models(agent: Agent, default: ModelClient | None) -> list[object]:
+    """The models of ``agent`` and of the agents its tools may run, once each."""
+    seen: set[int] = set()
+    models: list[object] = [default]
+    todo = [agent]
+    while todo:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        models.append(each.model)
+        for tool in each.tools:
+            if isinstance(tool, BaseTool):
+                todo.extend(sub for _, sub in tool.sub_agents())
+    return [m for m in models if m is not None]
 
 
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
@@ -267,24 +274,6 @@ def _default_model(model: ModelClient | str | None) -> ModelClient | None:
     return cast(ModelClient, model)
 
 
-def resolve_model(agent: Agent, default: ModelClient | None = None) -> ModelClient:
-    """The agent's model client (a spec string resolved once); ``default`` when it has none."""
-    model = agent.model
-    if isinstance(model, str):
-        from ..models.registry import model_from_spec
-
-        model = model_from_spec(model)
-        agent.model = model
-    if model is None and default is not None:
-        return default
-    if model is None or not hasattr(model, "request"):
-        raise UserError(
-            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
-            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
-        )
-    return model
-
-
 REASK_PREFIX = "Your answer could not be read as"
 """How a re-ask for a structured answer starts (the message is marked ``generated``)."""
 
@@ -292,44 +281,48 @@ REASK_PREFIX = "Your answer could not be read as"
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     """Run ``state.agent`` until it answers; follow handoffs. Returns the final output."""
     while True:
-        outcome = await _turns(state, ctx, max_turns)
-        if not isinstance(outcome, Transfer):
-            state.output = outcome
+        step = await _turns(state, ctx, max_turns)
+        if isinstance(step, NextStepFinalOutput):
+            state.output = step.output
             if state.events is not None:
-                await state.events.agent_ended(ctx, state, outcome)
-            return outcome
+                await state.events.agent_ended(ctx, state, step.output)
+            return step.output
+        transfer = step.transfer
         source = state.agent
-        ctx.trace.end(state.span, "ok", handed_to=outcome.target.name)
-        await handed_off(ctx, state, source, outcome.target)
-        state.handoffs.append(outcome.target.name)
-        state.agent = outcome.target
-        state.messages[:] = outcome.messages
+        ctx.trace.end(state.span, "ok", handed_to=transfer.target.name)
+        await handed_off(ctx, state, source, transfer.target)
+        state.handoffs.append(transfer.target.name)
+        state.agent = transfer.target
+        state.messages[:] = transfer.messages
         state.tally.reset()
-        state.lineage = (*state.lineage[:-1], outcome.target)
+        state.lineage = (*state.lineage[:-1], transfer.target)
         parent = next((s for s in ctx.trace.spans if s.span_id == state.span.parent_id), None)
         state.span = ctx.trace.start(
             "agent",
-            outcome.target.name,
+            transfer.target.name,
             parent,
-            agent=outcome.target.name,
+            agent=transfer.target.name,
             path=state.path,
             depth=state.depth,
-            routing=outcome.routing,
+            routing=transfer.routing,
         )
         ctx.trace.log(
             "handoff",
             depth=state.depth,
             path=state.path,
-            agent=outcome.target.name,
+            agent=transfer.target.name,
             source=source.name,
-            routing=outcome.routing,
+            routing=transfer.routing,
         )
-        max_turns = outcome.target.max_turns
+        max_turns = transfer.target.max_turns
 
 
-async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+async def _turns(
+    state: AgentRun, ctx: RunContext, max_turns: int
+) -> NextStepFinalOutput | NextStepHandoff:
+    """The agent's turns until it answers or hands off."""
     agent = state.agent
-    model = resolve_model(agent, ctx.default_model)
+    model = model_client(agent, ctx.default_model)
     tools = agent.tool_map()
     specs = [t.spec for t in tools.values()]
     structured = agent.output_adapter()
@@ -350,8 +343,8 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     state.events = events = events_for(ctx, agent)  # a stream, hooks: None when nobody watches
     if events is not None:
         await events.agent_started(ctx, state)
-    checks = (
-        await start_input_checks(cast("Sequence[Guardrail]", agent.input_guardrails), state, ctx)
+    input_checks = (
+        await start_input_checks(agent.guardrails("input"), state, ctx)
         if agent.input_guardrails
         else None
     )
@@ -360,11 +353,11 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         request = ModelRequest(
             system, list(state.messages), specs, schema, agent.name, settings=settings
         )
-        if checks is None:
+        if input_checks is None:
             response = await call_model(model, request, state, ctx, turn)
         else:  # input guardrails still running: a tripwire cancels this first call
-            response = await first_call(call_model(model, request, state, ctx, turn), checks)
-            checks = None
+            response = await first_call(call_model(model, request, state, ctx, turn), input_checks)
+            input_checks = None
         if response.tool_calls:
             calls = [
                 c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
@@ -373,9 +366,9 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             state.messages.append(Message.assistant(response.text, tuple(calls)))
             if response.text:  # what it said so far: the partial result if a limit cuts it
                 state.last_text = response.text
-            transfer = await _run_tools(calls, tools, state, ctx, turn)
-            if transfer is not None:
-                return transfer
+            step = await _run_tools(calls, tools, state, ctx, turn)
+            if isinstance(step, NextStepHandoff):
+                return step
             if agent.tool_use_behavior != "run_llm_again":
                 stop = stopping_call(agent.tool_use_behavior, calls)
                 if stop is not None:  # the tool's result is the answer: no further model call
@@ -404,10 +397,11 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
                 )
                 state.messages.append(Message("user", reask, generated=True))
                 continue
-        if agent.route is not None:
-            routed = agent.route.apply(output, state)
+        route = agent.routing()
+        if route is not None:
+            routed = route.apply(output, state)
             if isinstance(routed, Transfer):
-                return routed
+                return NextStepHandoff(routed)
             output = routed
         return await _finish_agent(output, state, ctx, turn)
     raise MaxTurnsExceeded(
@@ -416,14 +410,15 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     )
 
 
-async def _finish_agent(output: Any, state: AgentRun, ctx: RunContext, turn: int) -> Any:
+async def _finish_agent(
+    output: Any, state: AgentRun, ctx: RunContext, turn: int
+) -> NextStepFinalOutput:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
     if state.agent.output_guardrails:
-        guards = cast("Sequence[Guardrail]", state.agent.output_guardrails)  # made so by Agent
-        await check_all(guards, output, state, ctx, "output")
+        await run_guardrails(state.agent.guardrails("output"), output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
-    return output
+    return NextStepFinalOutput(output)
 
 
 def _tool_result(messages: list[Message], call_id: str) -> str:
@@ -448,6 +443,7 @@ async def call_model(
     events = state.events
     if events is not None:
         await events.model_started(ctx, state, request)
+    model = through(model, state.path, turn)  # an experiment's response cache, when one is on
     span = trace.start(
         "model_call",
         getattr(model, "name", type(model).__name__),
@@ -467,35 +463,36 @@ async def call_model(
         try:
             trace.end(span, status)
         finally:  # the row is kept even when a listener raises at the call's end
-            _record(ctx, state, request, None, span, status, getattr(exc, "events", None))
+            _record(ctx, model, state, request, None, span, status, getattr(exc, "events", None))
         raise
     try:
         trace.end(span, "ok")
     finally:
-        _record(ctx, state, request, response, span, "ok")
+        row = _record(ctx, model, state, request, response, span, "ok")
     if events is not None:
-        await events.model_ended(ctx, state, response, trace.call_rows[-1])
+        await events.model_ended(ctx, state, response, row)
     return response
 
 
 def _record(
     ctx: RunContext,
+    model: ModelClient,
     state: AgentRun,
     request: ModelRequest,
     response: ModelResponse | None,
     span: Span,
     status: str,
     failed_events: list[dict[str, Any]] | None = None,
-) -> None:
-    """Add the call's row to the trace, its sizes to its span, its usage to the run."""
+) -> CallRow:
+    """Add the call's row to the trace, its sizes to its span, its usage to the run (its
+    tokens are counted when the row is read: `CallRow.count_tokens`)."""
     events = response.events if response is not None else (failed_events or [])
-    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events)
+    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events, model)
     ctx.trace.call_rows.append(row)
     attrs = span.attrs
-    attrs["chars_in"], attrs["chars_out"] = row.chars_in, row.chars_out
-    attrs["tokens_in"], attrs["tokens_out"], attrs["retries"] = (
-        row.tokens_in,
-        row.tokens_out,
+    attrs["chars_in"], attrs["chars_out"], attrs["retries"] = (
+        row.chars_in,
+        row.chars_out,
         row.retries,
     )
     if events:
@@ -510,12 +507,13 @@ def _record(
                     **{k: v for k, v in event.items() if k != "event"},
                 )
     if response is None:
-        return
+        return row
     ctx.usage.add(response.usage, requests=1)
     state.usage.add(response.usage, requests=1)
     state.chars_in += row.chars_in
     if state.budgets:
         _charge(state, response.usage, row)
+    return row
 
 
 def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
@@ -545,23 +543,24 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 
 async def _run_tools(
     calls: list[ToolCall], tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
-) -> Transfer | None:
+) -> NextStepHandoff | NextStepRunAgain:
+    """Run a turn's tool calls (concurrently when there are several) and add their results to
+    the history; the first handoff among them, if any, is the next step."""
     if len(calls) == 1:
-        results = [await _run_tool(calls[0], tools, state, ctx, turn)]
+        outcomes = [await _run_tool(calls[0], tools, state, ctx, turn)]
     else:
-        results = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
-    transfer = None
-    for call, result in zip(calls, results):
-        if isinstance(result, Transfer):
-            transfer = transfer or result
-            result = result.note
-        state.messages.append(Message.tool(call, result))
-    return transfer
+        outcomes = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
+    handoff: Transfer | None = None
+    for call, outcome in zip(calls, outcomes):
+        if handoff is None and outcome.transfer is not None:
+            handoff = outcome.transfer
+        state.messages.append(Message.tool(call, model_text(outcome)))
+    return RUN_AGAIN if handoff is None else NextStepHandoff(handoff)
 
 
 async def _run_tool(
     call: ToolCall, tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
-) -> Any:
+) -> ToolOutcome:
     trace = ctx.trace
     span = trace.start(
         "tool_call",
@@ -578,26 +577,27 @@ async def _run_tool(
     if events is not None:
         await events.tool_started(ctx, state, span, call)
     tool = tools.get(call.name)
-    tcx = ToolCallContext(ctx, span, call.id, state)
     with trace.ends_on_failure(span):
         if tool is None:
             known = ", ".join(tools) or "none"
-            result: Any = (
-                f"Tool error: there is no tool named {call.name!r}. Available tools: {known}."
+            outcome = ToolOutcome.error(
+                f"there is no tool named {call.name!r}. Available tools: {known}."
             )
-            tcx.status = "error"
         else:
-            result = await (
-                invoke_checked(tool, call.arguments, tcx)
-                if tool.checked
-                else tool.invoke(call.arguments, tcx)
-            )
-    if isinstance(result, str):
-        if tcx.status == "ok" and result.startswith("Tool error"):
-            tcx.status = "error"
-        trace.end(span, tcx.status, result_chars=len(result))
+            arguments = read_arguments(tool.name, call.arguments)
+            if isinstance(arguments, ToolOutcome):  # not a JSON object: the model is told
+                outcome = arguments
+            else:
+                tcx = ToolCallContext(ctx, span, call.id, state, call.arguments)
+                outcome = await (
+                    invoke_checked(tool, arguments, tcx)
+                    if tool.checked
+                    else tool.invoke(arguments, tcx)
+                )
+    if outcome.kind == "handed_off":
+        trace.end(span, outcome.status)
     else:
-        trace.end(span, tcx.status)
+        trace.end(span, outcome.status, result_chars=len(model_text(outcome)))
     if events is not None:
-        await events.tool_ended(ctx, state, span, call, result, tcx.status)
-    return result
+        await events.tool_ended(ctx, state, span, call, outcome)
+    return outcome
