@@ -185,10 +185,12 @@ def test_provider_usage_columns_are_filled_from_the_server(local_server):
 
 
 def test_the_servers_tokenizer_counts_what_it_billed_less_the_chat_template(local_server):
+    a.set_tokenizer("auto")  # the tests' default is off; auto: each model's own tokenizer
     count = local_server.count_tokens
     agent = a.Agent("reviewer", SYSTEM, local_server.model, model_settings=EXACT)
     result = a.run_sync(agent, QUESTION)
-    billed = int(result.calls.iloc[0]["provider_tokens_in"])
+    row = result.calls.iloc[0]
+    billed = int(row["provider_tokens_in"])
 
     texts = count(SYSTEM) + count(QUESTION)
     # ChatML, as llama-cpp-python's chatml-function-calling format writes it without tools
@@ -196,9 +198,11 @@ def test_the_servers_tokenizer_counts_what_it_billed_less_the_chat_template(loca
     template = count(frame)
     assert billed == texts + template
     assert template > 0 and texts > 0
-    row = result.calls.iloc[0]
-    if str(row["tokens_method"]).startswith("server"):  # counted with the server's tokenizer
-        assert row["tokens_in"] == texts
+    # agentnb's own count of the row is the server tokenizer's count of the texts, and what
+    # the server billed beyond it is the template: never negative, never another encoding
+    assert str(row["tokens_method"]).startswith("server")
+    assert row["tokens_in"] == texts
+    assert row["provider_tokens_in"] - row["tokens_in"] == template
 
 
 def _request(agent: a.Agent, text: str) -> a.ModelRequest:
