@@ -140,6 +140,8 @@ def test_options_for_the_openai_model_are_checked_at_construction():
         a.local_model(max_retries=-1)
     with pytest.raises(a.UserError, match="sets the OpenAIModel's base_url"):
         a.local_model(base_url="http://example.com/v1")
+    with pytest.raises(a.UserError, match="options it does not know: colour"):
+        a.local_model(colour="blue")
 
 
 OWNER = """

@@ -176,9 +176,14 @@ class LocalModel:
                 "local_model() sets the OpenAIModel's base_url and tool_choices itself; "
                 "pass the other OpenAIModel options only"
             )
-        OpenAIModel(
-            alias or "local", base_url="http://127.0.0.1/v1", **model_options
-        )  # checks them
+        try:  # the options for the model are checked now, not once the server runs
+            OpenAIModel(alias or "local", base_url="http://127.0.0.1/v1", **model_options)
+        except TypeError:
+            raise UserError(
+                f"local_model() got options it does not know: {', '.join(sorted(model_options))}; "
+                "it takes its own (path, port, n_ctx, chat_format, threads, alias, "
+                "startup_timeout, server_args) and OpenAIModel's (timeout, max_retries, ...)"
+            ) from None
         self.model_options = model_options
         """Passed to `OpenAIModel` (``timeout``, ``max_concurrency``, ``params``, ...)."""
         self.model: OpenAIModel | None = None
