@@ -185,3 +185,22 @@ async def test_a_tokenizer_that_fails_leaves_the_rows_readable():
     row = result.calls.iloc[0]
     assert result.ok and row["tokens_method"] == "unavailable (RuntimeError)"
     assert row["chars_in"] > 0
+
+
+def test_a_run_with_a_token_budget_loads_its_tokenizer_before_its_clock_starts(monkeypatch):
+    monkeypatch.setenv("AGENTNB_TOKENIZER", "bpe-openai")
+    tokens.set_tokenizer(None)
+    order: list[str] = []
+    real = _tokenizers.load
+    monkeypatch.setattr(
+        _tokenizers, "load", lambda *a_, **k: order.append("load") or real(*a_, **k)
+    )
+    agent = a.Agent("w", "Be brief.", a.ScriptedModel(["Fine."]))
+    result = a.run_sync(
+        agent,
+        "hello",
+        limits=a.Limits(max_tokens=1_000),
+        listeners=[lambda event, span: order.append(f"{event} {span.kind}")],
+    )
+    assert result.ok and order[0] == "load" and order.count("load") == 1
+    assert "start run" in order[1]
