@@ -60,6 +60,7 @@ from .models import (
     tool_call,
 )
 from .models.anthropic import AnthropicModel
+from .models.local import LocalModel, local_model
 from .models.openai import OpenAIModel
 from .models.recording import (
     record,
@@ -193,6 +194,7 @@ __all__ = [
     # models
     "AnthropicModel",
     "FunctionModel",
+    "LocalModel",
     "Message",
     "ModelClient",
     "ModelRequest",
@@ -203,6 +205,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "local_model",
     "record",
     "replay",
     "say",
