@@ -62,6 +62,7 @@ from .models import (
     tool_call,
 )
 from .models.anthropic import AnthropicModel
+from .models.local import LocalModel, local_model
 from .models.openai import OpenAIModel
 from .models.recording import (
     record,
@@ -201,6 +202,7 @@ __all__ = [
     # models
     "AnthropicModel",
     "FunctionModel",
+    "LocalModel",
     "Message",
     "ModelClient",
     "ModelRequest",
@@ -211,6 +213,7 @@ __all__ = [
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "local_model",
     "record",
     "replay",
     "say",

@@ -208,6 +208,12 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         lambda o, v: a.FunctionModel(**{"fn": lambda r: "hi", o: v}),
     ),
     "ModelSettings": (_keywords(a.ModelSettings), lambda o, v: a.ModelSettings(**{o: v})),
+    # made, not started: a bad option is refused before any server is launched
+    "local_model": (
+        _keywords(a.local_model, "model_options"),
+        lambda o, v: a.local_model(**{o: v}),
+    ),
+    "LocalModel": (_keywords(a.LocalModel, "model_options"), lambda o, v: a.LocalModel(**{o: v})),
     "record": (
         _keywords(a.record),
         lambda o, v: _in_scratch(
