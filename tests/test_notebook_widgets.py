@@ -42,7 +42,8 @@ def test_the_monitor_ends_with_every_agent_its_calls_and_characters(dummy_comm):
     assert repr(monitor) == "RunMonitor('coord')"  # text/plain: the same in every run
 
 
-def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
+async def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
+    # async: a loop runs here, as in a Jupyter cell, so run_sync uses agentnb's background loop
     threads: list[str] = []
 
     class Spy(RunMonitor):

@@ -346,6 +346,7 @@ COVERED_ELSEWHERE = {
     "run": "test_run_options",
     "RunOptions": "test_run_options (run_sync builds one from its keywords)",
     "run_sync": "test_run_options",
+    "resume": "test_pause_resume",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
 }
@@ -374,6 +375,9 @@ NOT_CONFIGURED = {
     "AgentEnded",
     "AgentStarted",
     "HandoffEvent",
+    "MessageOutput",
+    "PartialOutput",
+    "ToolCallDelta",
     "Event",
     "RunEnded",
     "TextDelta",
