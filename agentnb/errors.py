@@ -115,6 +115,17 @@ class ReplayMismatch(AgentRunError):
     """A replayed run sent a request that differs from the recording."""
 
 
+class RunPaused(AgentRunError):
+    """The run stopped at calls that need approval (``approver="pause"``): the result's
+    ``interruptions`` lists them and ``agentnb.resume(agent, result.to_state(), approvals)``
+    goes on from there."""
+
+
+class ModelRetry(Exception):
+    """Raised by an output validator (or a tool) to make the model try again: the message is
+    what the model is told. Not an error of the run unless the retries run out."""
+
+
 class CallbackRaised(BaseException):
     """Carries an exception raised by user code that agentnb calls back during a run (a hook,
     a trace listener, a stream subscriber) to the end of the run.
@@ -137,10 +148,12 @@ __all__ = [
     "MaxTurnsExceeded",
     "ModelBehaviorError",
     "ModelHTTPError",
+    "ModelRetry",
     "NoApprover",
     "OutputValidationError",
     "ReplayMismatch",
     "RunCancelled",
+    "RunPaused",
     "RunTimeout",
     "ScriptExhausted",
     "StreamBroken",

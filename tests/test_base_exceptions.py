@@ -147,9 +147,14 @@ def test_a_caller_waiting_on_a_dead_loop_is_told_instead_of_hanging():
         started.set()
         await asyncio.sleep(3600)
 
+    async def in_a_cell() -> (
+        None
+    ):  # a running loop, as in Jupyter: run_sync uses the background loop
+        a.run_sync(forever())
+
     def caller() -> None:
         try:
-            a.run_sync(forever())
+            asyncio.run(in_a_cell())
             outcome.append("returned")
         except BaseException as exc:
             outcome.append(exc)
@@ -234,10 +239,13 @@ def test_a_stream_read_from_a_dead_loop_is_told_instead_of_hanging():
     agent = a.Agent("w", "Work.", a.FunctionModel(hang))
     outcome: list[BaseException | str] = []
 
+    async def in_a_cell() -> None:  # a running loop: stream_sync reads from the background loop
+        for _ in a.stream_sync(agent, "go"):
+            pass
+
     def reader() -> None:
         try:
-            for _ in a.stream_sync(agent, "go"):
-                pass
+            asyncio.run(in_a_cell())
             outcome.append("ended")
         except BaseException as exc:
             outcome.append(exc)

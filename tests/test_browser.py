@@ -27,6 +27,11 @@ from notebook_support import jupyter_env
 
 NOTEBOOK = Path(__file__).parent / "browser" / "widgets_demo.ipynb"
 ANSWER = "Verdict: approved after legal review"
+WAIT_S = 300
+"""How long any one wait may last. Every wait is for a condition (a port listening, a kernel
+idle, an element drawn), never a fixed sleep, and ends as soon as it holds: this bound only
+says when to give up, generous so that the test passes on 2 cores busy with the whole suite."""
+WAIT_MS = WAIT_S * 1000
 FLAGS = [
     "--headless",
     "--no-sandbox",
@@ -92,7 +97,7 @@ def voila_url(tmp_path: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_for_port(port, proc, log, timeout=30)
+        _wait_for_port(port, proc, log, timeout=WAIT_S)
         yield f"http://127.0.0.1:{port}/"
     finally:
         proc.terminate()
@@ -113,25 +118,25 @@ def test_magics_and_widgets_render_in_a_real_browser(voila_url: str) -> None:
         browser = p.chromium.launch(executable_path=chromium, headless=True, args=FLAGS)
         try:
             page = browser.new_page()
-            page.goto(voila_url, timeout=45_000)
+            page.goto(voila_url, timeout=WAIT_MS)
             # The live monitor of %%agent_run, in its final state.
             monitor = page.locator(".agentnb-monitor")
-            monitor.wait_for(timeout=30_000)
+            monitor.wait_for(timeout=WAIT_MS)
             page.wait_for_function(
                 "() => document.querySelector('.agentnb-monitor')?.innerText.includes('ok')",
-                timeout=15_000,
+                timeout=WAIT_MS,
             )
             text = monitor.inner_text()
             assert "boss" in text and "legal" in text and "chars sent" in text
             # The trace explorer: a select widget listing the spans.
             explorer = page.locator(".agentnb-explorer")
-            explorer.wait_for(timeout=15_000)
+            explorer.wait_for(timeout=WAIT_MS)
             assert page.locator(".agentnb-explorer .widget-select").count() == 1
             listed = explorer.inner_text().replace("\xa0", " ")  # the Select keeps spaces as NBSP
             assert "agent boss" in listed and "tool legal" in listed
             assert "tool schemas" in listed  # the detail pane of the selected span
             # The run's answer, in the result's HTML, and the one-line summary of %%agent.
-            page.get_by_text(ANSWER).first.wait_for(timeout=15_000)
+            page.get_by_text(ANSWER).first.wait_for(timeout=WAIT_MS)
             assert page.locator(".agentnb-result").count() == 1
             assert page.get_by_text("Agent 'boss' · model scripted · tools: legal").count() == 1
             assert page.locator(".jupyter-widgets").count() >= 2
@@ -167,16 +172,36 @@ SEE_WIDGETS = """() => {
   // each distinct text the monitor showed as a model's answer streamed in, in order.
   window.agentnbWidgetsSeen = new Set();
   window.agentnbStreamTexts = [];
-  new MutationObserver(() => {
-    for (const el of document.querySelectorAll('.jupyter-widgets')) {
+  window.agentnbFinishedTexts = [];
+  // Nodes removed before the observer ran (a monitor closed just after its last picture, on a
+  // loaded machine) are read from the mutation records, so no picture goes unseen.
+  const see = (root) => {
+    for (const el of root.querySelectorAll('.jupyter-widgets')) {
       for (const name of el.classList) {
         if (name.startsWith('agentnb-')) window.agentnbWidgetsSeen.add(name);
       }
     }
-    for (const el of document.querySelectorAll('.agentnb-monitor .agentnb-monitor-text')) {
-      const text = el.innerText;
-      if (text && !window.agentnbStreamTexts.includes(text)) window.agentnbStreamTexts.push(text);
+    for (const el of root.querySelectorAll('.agentnb-monitor-text')) {
+      const text = el.textContent;
+      if (text && window.agentnbStreamTexts.at(-1) !== text) window.agentnbStreamTexts.push(text);
     }
+    // The text beside every picture of the monitor that says the run is finished.
+    for (const el of root.querySelectorAll('.agentnb-monitor')) {
+      if (!el.textContent.includes('\u2714')) continue;
+      const texts = [...el.querySelectorAll('.agentnb-monitor-text')].map(t => t.textContent);
+      window.agentnbFinishedTexts.push(texts.join(' | '));
+    }
+  };
+  new MutationObserver((records) => {
+    for (const record of records) {
+      for (const node of record.removedNodes) {
+        if (node.nodeType !== Node.ELEMENT_NODE) continue;
+        const holder = document.createElement('div');
+        holder.appendChild(node.cloneNode(true));
+        see(holder);
+      }
+    }
+    see(document);
   }).observe(document.body, {subtree: true, childList: true, characterData: true});
 }"""
 
@@ -234,7 +259,7 @@ def lab_url(tmp_path: Path) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_for_port(port, proc, log, timeout=60)
+        _wait_for_port(port, proc, log, timeout=WAIT_S)
         yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
@@ -247,12 +272,12 @@ def lab_url(tmp_path: Path) -> Iterator[str]:
 
 def _run_all(page: Any, url: str) -> list[dict[str, Any]]:
     """Open a notebook, clear its saved outputs, run every cell and wait for the last one."""
-    page.goto(url, timeout=90_000)
-    page.wait_for_function(KERNEL_IDLE, timeout=90_000)
-    page.evaluate(SEE_WIDGETS)
+    page.goto(url, timeout=WAIT_MS)
+    page.wait_for_function(KERNEL_IDLE, timeout=WAIT_MS)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:clear-all-cell-outputs')")
+    page.evaluate(SEE_WIDGETS)  # after the saved outputs are gone: only what this run draws
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-    page.wait_for_function(ALL_RAN, timeout=180_000, polling=500)
+    page.wait_for_function(ALL_RAN, timeout=2 * WAIT_MS, polling=500)
     return list(page.evaluate(OUTPUTS))
 
 
@@ -309,6 +334,9 @@ def test_notebooks_01_and_04_run_clean_in_jupyterlab(lab_url: str, tmp_path: Pat
             assert texts[-1] == QUICKSTART_ANSWER, texts
             for earlier, later in zip(texts, texts[1:], strict=False):
                 assert len(earlier) < len(later) and later.startswith(earlier), texts
+            # Whenever the monitor said the run was finished, it showed the whole answer.
+            finished = page.evaluate("() => window.agentnbFinishedTexts")
+            assert all(text == QUICKSTART_ANSWER for text in finished), finished
             result = page.locator(".agentnb-result").first
             result.scroll_into_view_if_needed()
             assert "reviewer answered · 2 model calls" in result.inner_text()
@@ -324,12 +352,12 @@ def test_notebooks_01_and_04_run_clean_in_jupyterlab(lab_url: str, tmp_path: Pat
             figures = page.locator(".jp-OutputArea-output[data-mime-type='image/png'] img")
             assert figures.count() == 2
             dashboard = page.locator(".jupyter-widgets.agentnb-dashboard")
-            dashboard.wait_for(timeout=30_000)
+            dashboard.wait_for(timeout=WAIT_MS)
             page.wait_for_function(
                 "() => document.querySelectorAll('.agentnb-dashboard img').length === 2"
                 " && [...document.querySelectorAll('.agentnb-dashboard img')]"
                 ".every(i => i.naturalWidth > 0)",
-                timeout=30_000,
+                timeout=WAIT_MS,
             )
             assert dashboard.locator(".widget-slider").count() == 2
             assert "sub-agents" in dashboard.inner_text()

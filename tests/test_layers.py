@@ -1,4 +1,4 @@
-"""The layers of DESIGN.md hold: lower layers render and run without loading the notebook layer."""
+"""The layers of docs/architecture.md hold: lower layers render and run without loading the notebook layer."""
 
 from __future__ import annotations
 

@@ -58,3 +58,32 @@ def test_each_teaching_notebook_ends_with_an_exercise_and_has_its_solution(path:
     assert source(solved_check) == source(check)  # the same check, now passing
     printed = "".join("".join(o.get("text", "")) for o in solved_check["outputs"])
     assert printed.startswith("Right: ")
+
+
+EVERY_NOTEBOOK = sorted(NOTEBOOKS.rglob("*.ipynb")) + sorted(
+    (NOTEBOOKS.parent / "tests").rglob("*.ipynb")
+)
+DOLLAR_AMOUNT = re.compile(r"(?<!\\)\$(?=\s?\d)")
+"""A ``$`` before a number that is not escaped: JupyterLab reads ``$18 ... $17`` as mathematics
+(italic letters in between); ``\\$18`` or "USD 18" reads as money everywhere."""
+
+
+def _unescaped_dollars(text: str) -> list[str]:
+    text = re.sub(r"```.*?```|`[^`\n]*`", "", text, flags=re.DOTALL)  # code shows as written
+    return [text[max(0, m.start() - 30) : m.end() + 10] for m in DOLLAR_AMOUNT.finditer(text)]
+
+
+def test_the_dollar_check_finds_amounts_and_only_them() -> None:
+    assert len(_unescaped_dollars("That is $18.256 instead of $ 17.412")) == 2
+    assert _unescaped_dollars(r"\$18.25, USD 17, $x$, `$5` and ```\n$6\n```") == []
+
+
+@pytest.mark.parametrize("path", EVERY_NOTEBOOK, ids=lambda p: str(p.relative_to(NOTEBOOKS.parent)))
+def test_no_markdown_cell_has_an_unescaped_dollar_before_a_number(path: Path) -> None:
+    found = [
+        (n, hit)
+        for n, cell in enumerate(cells(path))
+        if cell["cell_type"] == "markdown"
+        for hit in _unescaped_dollars(source(cell))
+    ]
+    assert found == [], f"{path.name}: write \\$ or USD in cells (index, text) {found}"

@@ -42,7 +42,8 @@ def test_the_monitor_ends_with_every_agent_its_calls_and_characters(dummy_comm):
     assert repr(monitor) == "RunMonitor('coord')"  # text/plain: the same in every run
 
 
-def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
+async def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
+    # async: a loop runs here, as in a Jupyter cell, so run_sync uses agentnb's background loop
     threads: list[str] = []
 
     class Spy(RunMonitor):
@@ -147,7 +148,7 @@ def test_a_streamed_run_shows_each_agent_s_text_in_the_monitor(dummy_comm):
     boss = team()
     for sub in boss.tools:
         sub.model.chunk_chars = 4
-    monitor = RunMonitor("coord")
+    monitor = RunMonitor("coord", streamed=True)  # the events are read on this thread
 
     for event in a.stream_sync(boss, "review", listeners=[monitor.listener]):
         monitor.on_event(event)
@@ -174,3 +175,68 @@ def test_the_explorer_shows_when_a_streamed_call_s_first_token_came(dummy_comm):
     explorer = TraceExplorer(plain)
     explorer.select(plain.calls["span_id"][0])
     assert "first token" not in explorer.detail.value
+
+
+ANSWER = "The clause promises 100% availability, which no supplier can keep."
+
+
+def _writer(chunk_chars: int = 3) -> a.Agent:
+    model = a.ScriptedModel([a.say(ANSWER)], chunk_chars=chunk_chars)
+    return a.Agent("writer", "Review.", model)
+
+
+def _views(monitor: RunMonitor) -> list[str]:
+    """Every picture the monitor's view is given from now on, in order."""
+    seen: list[str] = []
+    monitor.children[0].observe(lambda change: seen.append(change["new"]), "value")
+    return seen
+
+
+def _finished(views: list[str]) -> list[str]:
+    return [v for v in views if "✔ <b>" in v]
+
+
+def test_a_stream_read_late_never_shows_the_run_finished_before_its_whole_text(dummy_comm):
+    # The race, made certain: the loop runs the whole run (the listener sees its end) before
+    # the reader on the calling thread has read a single event. Then the events are read.
+    monitor = RunMonitor("writer", streamed=True, interval=0, tick=60)
+    views = _views(monitor)
+    events = list(a.stream_sync(_writer(), "review", listeners=[monitor.listener]))
+    assert monitor.state == "running" and monitor.rows["writer"].text == ""  # nothing read yet
+    assert _finished(views) == []
+
+    for event in events:
+        monitor.on_event(event)
+    assert monitor.state == "ok"
+    assert _finished(views) and all(ANSWER in v for v in _finished(views)), views
+    # Each delta was drawn (interval 0) before the run was shown finished, the text growing.
+    drawn = [v for v in views if "agentnb-monitor-text" in v]
+    assert len(drawn) > len(ANSWER) // 3 - 2 and views.index(_finished(views)[0]) > 1
+
+
+def test_run_live_gives_the_monitor_every_delta_before_the_run_s_end(dummy_comm):
+    from agentnb.notebook import run_live
+
+    threads: dict[str, set[str]] = {"span": set(), "event": set()}
+
+    class Spy(RunMonitor):
+        def listener(self, event: str, span: object) -> None:
+            threads["span"].add(threading.current_thread().name)
+            super().listener(event, span)
+
+        def on_event(self, event: object) -> None:
+            threads["event"].add(threading.current_thread().name)
+            super().on_event(event)
+
+    monitor = Spy("writer", interval=60, tick=60)  # drawn only at the run's end and finish
+    views = _views(monitor)
+    model_seen: list[object] = []
+    result = run_live(_writer(), "review", monitor=monitor, on_event=model_seen.append)
+
+    assert result.ok and result.output == ANSWER and result.calls["ttft_s"].notna().all()
+    # Spans and events reached the monitor on one thread (the run's), so in the order they happened.
+    assert len(threads["span"]) == 1 and threads["event"] == threads["span"]
+    assert _finished(views) and all(ANSWER in v for v in _finished(views)), views
+    # The caller's own on_event is called too, with every event of the run.
+    assert "".join(e.text for e in model_seen if isinstance(e, a.TextDelta)) == ANSWER
+    assert isinstance(model_seen[-1], a.RunEnded) and model_seen[-1].result is result

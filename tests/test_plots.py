@@ -256,6 +256,15 @@ async def test_latency_draws_wall_time_and_bound_per_mode():
         list(bound.get_ydata()) == series.loc[series["mode"] == "parallel", "critical_s"].tolist()
     )
     assert len(ax.lines) == 4
+    assert [line.get_label() for line in ax.lines] == [
+        "parallel: wall time", "parallel: critical path", "serial: wall time", "serial: critical path"
+    ]  # fmt: skip
+    # Named as the table beside it names them: serial calls' critical path is their sum.
+    named = latency(series, bounds={"serial": "sum of calls"}).axes[0]
+    assert [line.get_label() for line in named.lines][1::2] == [
+        "parallel: critical path",
+        "serial: sum of calls",
+    ]
 
 
 def test_import_agentnb_does_not_load_matplotlib():

@@ -214,6 +214,12 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         lambda o, v: a.FunctionModel(**{"fn": lambda r: "hi", o: v}),
     ),
     "ModelSettings": (_keywords(a.ModelSettings), lambda o, v: a.ModelSettings(**{o: v})),
+    # made, not started: a bad option is refused before any server is launched
+    "local_model": (
+        _keywords(a.local_model, "model_options"),
+        lambda o, v: a.local_model(**{o: v}),
+    ),
+    "LocalModel": (_keywords(a.LocalModel, "model_options"), lambda o, v: a.LocalModel(**{o: v})),
     "record": (
         _keywords(a.record),
         lambda o, v: _in_scratch(
@@ -346,6 +352,7 @@ COVERED_ELSEWHERE = {
     "run": "test_run_options",
     "RunOptions": "test_run_options (run_sync builds one from its keywords)",
     "run_sync": "test_run_options",
+    "resume": "test_pause_resume",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
 }
@@ -374,6 +381,9 @@ NOT_CONFIGURED = {
     "AgentEnded",
     "AgentStarted",
     "HandoffEvent",
+    "MessageOutput",
+    "PartialOutput",
+    "ToolCallDelta",
     "Event",
     "RunEnded",
     "TextDelta",

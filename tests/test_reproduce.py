@@ -64,3 +64,36 @@ def test_without_a_command_it_prints_usage():
     from agentnb.__main__ import main
 
     assert main([]) == 2
+
+
+def test_each_line_of_the_latency_figure_is_labelled_as_its_column_of_the_table(
+    tmp_path: Path, monkeypatch
+):
+    from agentnb.measure import plot, reproduce
+
+    drawn = []
+    original = plot.latency
+
+    def spy(*args, **kwargs):
+        drawn.append(original(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(plot, "latency", spy)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    lines: list[str] = []
+    a.run_sync(reproduce.reproduce(tmp_path, echo=lines.append))
+
+    table = "\n".join(lines).split("2. Latency")[1].split("\n\n")[0].strip().splitlines()[1:]
+    header = re.split(r"\s{2,}", table[0].strip())
+    values = [[float(v) for v in row.split()] for row in table[1:]]
+    columns = {name: [row[i] for row in values] for i, name in enumerate(header)}
+    (ax,) = drawn[0].axes
+    labelled = {line.get_label(): [round(y, 3) for y in line.get_ydata()] for line in ax.lines}
+    # "mode: quantity" on the figure is the table's "mode quantity s" column (or "quantity s"
+    # for a bound, which the table names by itself), with the same values.
+    for label, ys in labelled.items():
+        mode, quantity = label.split(": ")
+        name = f"{mode} wall s" if quantity == "wall time" else f"{quantity} s"
+        assert name in columns, (label, header)
+        assert ys == columns[name], (label, ys, columns[name])
+    assert "serial: sum of calls" in labelled and "parallel: critical path" in labelled

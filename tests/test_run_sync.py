@@ -1,10 +1,12 @@
-"""run_sync: blocking runs on agentnb's one background loop, from scripts and from running loops."""
+"""run_sync: blocking runs on the calling thread's own loop in scripts, on agentnb's background
+loop inside a running loop (Jupyter)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -15,6 +17,7 @@ import pytest
 
 import agentnb as a
 from agentnb.runtime import _loop
+from agentnb.runtime._thread_loop import thread_loop
 from agentnb.runtime.runner import build_result, execute, start_context
 
 
@@ -119,7 +122,7 @@ class LoopBoundModel:
         return a.ModelResponse(text=f"answer {self.calls}")
 
 
-def test_the_same_background_loop_serves_every_call():
+def test_the_same_thread_loop_serves_every_call_from_plain_code():
     model = LoopBoundModel()
     agent = a.Agent("w", "x", model)
 
@@ -128,7 +131,47 @@ def test_the_same_background_loop_serves_every_call():
     third = a.run_sync(a.run(agent, "three"))
 
     assert [r.output for r in (first, second, third)] == ["answer 1", "answer 2", "answer 3"]
+    assert model.loop is thread_loop() and model.loop is not _loop.background_loop()
+
+
+async def test_the_same_background_loop_serves_every_call_inside_a_running_loop():
+    model = LoopBoundModel()
+    agent = a.Agent("w", "x", model)
+
+    first = a.run_sync(agent, "one")
+    second = a.run_sync(a.run(agent, "two"))
+
+    assert [first.output, second.output] == ["answer 1", "answer 2"]
     assert model.loop is _loop.background_loop()
+
+
+def test_run_sync_runs_on_the_calling_thread_in_plain_code():
+    """A sqlite3 connection is bound to the thread that made it: instructions, hooks and
+    async tools read it (sync tools run in worker threads, so they cannot)."""
+    connection = sqlite3.connect(":memory:")
+    connection.execute("create table notes (text)")
+    connection.execute("insert into notes values ('from the calling thread')")
+    threads: list[threading.Thread] = []
+
+    def instructions(ctx: a.RunContext) -> str:
+        threads.append(threading.current_thread())
+        return connection.execute("select text from notes").fetchone()[0]
+
+    @a.tool
+    async def count_notes() -> int:
+        """How many notes there are."""
+        return int(connection.execute("select count(*) from notes").fetchone()[0])
+
+    model = a.ScriptedModel([a.tool_call("count_notes"), a.say("one note")])
+    result = a.run_sync(a.Agent("w", instructions, model, [count_notes]), "go")
+
+    assert result.ok, result.error
+    assert model.requests[0].system == "from the calling thread"
+    assert model.requests[1].tool_results == ["1"]
+    assert threads == [threading.current_thread()]
+    events = list(a.stream_sync(a.Agent("w", instructions, a.ScriptedModel([a.say("hi")])), "go"))
+    assert events[-1].result.ok and threads[-1] is threading.current_thread()
+    connection.close()
 
 
 def test_run_sync_from_inside_the_agentnb_loop_is_a_user_error():
@@ -218,11 +261,12 @@ async def test_a_cancelled_run_builds_a_partial_result():
 
 
 def _main_thread_waits() -> bool:
+    """Whether the main thread is blocked: on its loop's select (run_sync in plain code)."""
     frame = sys._current_frames().get(threading.main_thread().ident or 0)
     return (
         frame is not None
-        and frame.f_code.co_name == "wait"
-        and "threading" in (frame.f_code.co_filename)
+        and frame.f_code.co_name in ("select", "poll")
+        and "selectors" in frame.f_code.co_filename
     )
 
 

@@ -51,7 +51,19 @@ def shape(event: a.runtime.events.Event) -> tuple[str, ...]:
         return (kind, event.path, event.name, event.result_text, str(event.ok))
     if isinstance(event, a.AgentEnded):
         return (kind, event.path, str(event.output))
+    if isinstance(event, a.ToolCallDelta):
+        return (kind, event.path, str(event.index), event.name, event.arguments)
+    if isinstance(event, a.MessageOutput):
+        return (kind, event.path, event.text, *event.tool_calls)
     return (kind, event.path)
+
+
+FINER = (a.ToolCallDelta, a.MessageOutput, a.PartialOutput)
+
+
+def coarse(events: list[a.runtime.events.Event]) -> list[a.runtime.events.Event]:
+    """The events without the finer ones (argument deltas, whole messages, partial outputs)."""
+    return [e for e in events if not isinstance(e, FINER)]
 
 
 async def test_a_hierarchy_streams_every_agent_s_events_in_order_with_its_path():
@@ -64,19 +76,23 @@ async def test_a_hierarchy_streams_every_agent_s_events_in_order_with_its_path()
     assert result.ok and result.output == "Clause 4 is risky."
     assert [shape(e) for e in events] == [
         ("AgentStarted", "coordinator"),
+        ("ToolCallDelta", "coordinator", "0", "legal", '{"input":"Check clause 4"}'),
         ("ToolCallStarted", "coordinator", "legal", '{"input":"Check clause 4"}'),
         ("AgentStarted", "coordinator/legal"),
+        ("ToolCallDelta", "coordinator/legal", "0", "lookup", '{"clause":"4"}'),
         ("ToolCallStarted", "coordinator/legal", "lookup", '{"clause":"4"}'),
         ("ToolCallEnded", "coordinator/legal", "lookup", "clause 4: unlimited liability", "True"),
         ("TextDelta", "coordinator/legal", "Risky: u"),
         ("TextDelta", "coordinator/legal", "nlimited"),
         ("TextDelta", "coordinator/legal", " liabili"),
         ("TextDelta", "coordinator/legal", "ty."),
+        ("MessageOutput", "coordinator/legal", "Risky: unlimited liability."),
         ("AgentEnded", "coordinator/legal", "Risky: unlimited liability."),
         ("ToolCallEnded", "coordinator", "legal", "Risky: unlimited liability.", "True"),
         ("TextDelta", "coordinator", "Clause 4"),
         ("TextDelta", "coordinator", " is risk"),
         ("TextDelta", "coordinator", "y."),
+        ("MessageOutput", "coordinator", "Clause 4 is risky."),
         ("AgentEnded", "coordinator", "Clause 4 is risky."),
         ("RunEnded", "coordinator"),
     ]
@@ -139,6 +155,7 @@ async def test_a_client_without_stream_is_streamed_as_one_delta_per_response():
     assert [shape(e) for e in events] == [
         ("AgentStarted", "echo"),
         ("TextDelta", "echo", "echo: hello"),
+        ("MessageOutput", "echo", "echo: hello"),
         ("AgentEnded", "echo", "echo: hello"),
         ("RunEnded", "echo"),
     ]
@@ -238,15 +255,16 @@ async def test_a_handoff_streams_as_an_event_between_the_two_agents():
 
     events = [e async for e in a.run_streamed(triage, "Refund me")]
 
-    kinds = [(type(e).__name__, e.agent) for e in events]
-    assert kinds[3:] == [
+    kinds = [(type(e).__name__, e.agent) for e in coarse(events)]
+    assert kinds[:1] == [("AgentStarted", "triage")]
+    assert kinds[1:] == [  # a handoff sends no ToolCallStarted / ToolCallEnded
         ("HandoffEvent", "triage"),
         ("AgentStarted", "billing"),
         ("TextDelta", "billing"),
         ("AgentEnded", "billing"),
         ("RunEnded", "triage"),
     ]
-    handoff = events[3]
+    handoff = coarse(events)[1]
     assert (handoff.source, handoff.target) == ("triage", "billing")
 
 

@@ -188,7 +188,7 @@ def test_anthropic_error_event_after_the_first_delta_breaks_the_stream():
     assert deltas(events) == ["Part"] and len(server.bodies) == 1
 
 
-def test_anthropic_structured_output_through_the_output_tool_streams_as_one_text():
+def test_anthropic_structured_output_through_the_output_tool_streams_as_text():
     from pydantic import BaseModel
 
     class Verdict(BaseModel):
@@ -200,7 +200,22 @@ def test_anthropic_structured_output_through_the_output_tool_streams_as_one_text
         events, result = stream(agent, "go")
 
     assert result.ok and result.output == Verdict(risk="high")
-    assert deltas(events) == ['{"risk":"high"}']
+    # the output tool's input, as the model writes it: text, not a tool call
+    assert len(deltas(events)) > 1 and "".join(deltas(events)) == '{"risk": "high"}'
+    assert not [e for e in events if isinstance(e, a.ToolCallDelta)]
+    assert [e.output for e in events if isinstance(e, a.PartialOutput)][-1] == Verdict(risk="high")
+
+
+def test_anthropic_output_tool_streams_a_wrapped_answer_without_its_wrapper():
+    reply = claude_stream(tool_use("toolu_9", "final_answer", response=[1, 22, 333]))
+    with FakeAnthropicServer([reply]) as server:
+        agent = a.Agent("counter", "Count.", claude(server), output_type=list[int])
+        events, result = stream(agent, "go")
+
+    assert result.ok and result.output == [1, 22, 333]
+    assert "".join(deltas(events)) == "[1, 22, 333]"
+    assert [e.output for e in events if isinstance(e, a.PartialOutput)][-1] == [1, 22, 333]
+    assert [e.text for e in events if isinstance(e, a.MessageOutput)] == ["[1,22,333]"]
 
 
 def test_model_settings_reach_the_wire_when_streamed():

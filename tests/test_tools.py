@@ -407,16 +407,19 @@ def test_a_handoff_and_a_late_sub_agent_are_outcomes_too():
     target = a.Agent("target", "Finish.", a.ScriptedModel([a.say("finished")]))
     model = a.ScriptedModel([a.tool_call("helper", input="x"), a.tool_call("transfer_to_target")])
     boss = a.Agent("boss", "Route.", model, [helper.as_tool(timeout=0.05)], handoffs=[target])
-    ended: list[a.ToolCallEnded] = []
+    ended: list[a.ToolCallEnded | a.HandoffEvent] = []
     result = a.run_sync(
-        boss, "go", on_event=lambda e: ended.append(e) if isinstance(e, a.ToolCallEnded) else None
+        boss,
+        "go",
+        on_event=lambda e: (
+            ended.append(e) if isinstance(e, (a.ToolCallEnded, a.HandoffEvent)) else None
+        ),
     )
 
     assert result.ok and result.output == "finished"
     assert model.requests[1].tool_results == ["ERROR: helper did not answer within 0.05 s."]
-    assert [(e.name, e.kind, e.ok) for e in ended] == [
-        ("helper", "error", False),
-        ("transfer_to_target", "handed_off", True),
-    ]
+    assert [(e.name, e.kind, e.ok) for e in ended[:1]] == [("helper", "error", False)]
+    # a handoff is reported as a handoff, not as a tool call
+    assert [(type(e).__name__, e.target) for e in ended[1:]] == [("HandoffEvent", "target")]
     spans = {s.name: s.status for s in result.spans if s.kind == "tool_call"}
     assert spans == {"helper": "timeout", "transfer_to_target": "ok"}

@@ -7,7 +7,7 @@ Figures are built with ``matplotlib.figure.Figure`` rather than pyplot, so they 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
@@ -381,11 +381,18 @@ def latency(
     mode: str | None = "mode",
     *,
     title: str | None = "Wall time against branches",
+    bounds: Mapping[str, str] | None = None,
 ) -> Figure:
     """Wall time per mode against ``x`` (a `latency_series`), each with its critical-path bound
-    dashed and, for streamed runs, the mean time to a call's first token dotted."""
+    dashed and, for streamed runs, the mean time to a call's first token dotted.
+
+    ``bounds`` names a mode's dashed line when "critical path" would mislead the reader: a run
+    whose calls wait on one another has the sum of its calls as its critical path, and a table
+    beside the figure may call it that (``{"serial": "sum of calls"}``). Each line's label is
+    the quantity it draws, in the words of the table it goes with."""
     fig, (ax,) = _figure()
     groups = series.groupby(mode, sort=False) if mode else [("runs", series)]
+    named = dict(bounds or {})
     for name, part in groups:
         (line,) = ax.plot(
             part[x], part["wall_s"], "o-", label=f"{name}: wall time", gid=f"wall:{name}"
@@ -396,7 +403,7 @@ def latency(
             "--",
             color=line.get_color(),
             alpha=0.7,
-            label=f"{name}: critical path",
+            label=f"{name}: {named.get(str(name), 'critical path')}",
             gid=f"critical:{name}",
         )
         if "ttft_s" in part and part["ttft_s"].notna().any():

@@ -36,6 +36,10 @@ BRANCHES = (1, 2, 3, 5, 8)
 BRANCH_LATENCY = 0.02
 """Seconds each reviewer's model takes in the latency series (small, so the command is quick)."""
 
+BOUNDS = {"parallel": "critical path", "serial": "sum of calls"}
+"""What each mode's critical-path bound is called, in the latency table and on its figure alike:
+serial branches wait on one another, so their critical path is the sum of their calls."""
+
 Print = Callable[[str], None]
 
 
@@ -137,7 +141,7 @@ async def reproduce(
             f"2. Latency: a review fan-out of n branches, each reviewer taking {BRANCH_LATENCY:g} s"
         )
         echo(_indent(_latency_text(series)))
-        save("latency", plot.latency(series))
+        save("latency", plot.latency(series, bounds=BOUNDS))
         together = await fan_out("parallel", 3)
         one_by_one = await fan_out("serial", 3)
         save(
@@ -229,8 +233,8 @@ def _latency_text(series: pd.DataFrame) -> str:
             "n": wide.index,
             "parallel wall s": wide[("wall_s", "parallel")].to_numpy(),
             "serial wall s": wide[("wall_s", "serial")].to_numpy(),
-            "critical path s": wide[("critical_s", "parallel")].to_numpy(),
-            "sum of calls s": wide[("critical_s", "serial")].to_numpy(),
+            f"{BOUNDS['parallel']} s": wide[("critical_s", "parallel")].to_numpy(),
+            f"{BOUNDS['serial']} s": wide[("critical_s", "serial")].to_numpy(),
         }
     )
     return shown.to_string(index=False, float_format=lambda v: f"{v:.3f}")

@@ -15,7 +15,12 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from ._anthropic_wire import StructuredMode, request_to_wire, response_from_wire
+from ._anthropic_wire import (
+    StructuredMode,
+    output_tool_name,
+    request_to_wire,
+    response_from_wire,
+)
 from ._http import Failure
 from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
 from .deltas import StreamItem, TextChunk, ToolCallChunk
@@ -45,6 +50,13 @@ class MessageStream:
         self.json: dict[int, list[str]] = {}
         self.calls = 0
         self.stop_reason: str | None = None
+        self.answer_tool = (
+            output_tool_name(request)
+            if mode == "tool" and request.output_schema is not None
+            else None
+        )
+        """In ``"tool"`` mode, the output tool: its input is the answer, streamed as text."""
+        self.answer: int | None = None
 
     def feed(self, event: ServerEvent) -> list[TextChunk | ToolCallChunk]:
         data = json.loads(event.data)
@@ -58,6 +70,9 @@ class MessageStream:
             self.blocks[index] = block
             if block.get("type") == "tool_use":
                 self.json[index] = []
+                if block.get("name") == self.answer_tool:  # the answer: its input is the text
+                    self.answer = index
+                    return []
                 self.calls += 1
                 return [
                     ToolCallChunk(self.calls - 1, block.get("name", ""), "", block.get("id", ""))
@@ -88,7 +103,9 @@ class MessageStream:
         if delta.get("type") == "input_json_delta":
             part = delta.get("partial_json", "")
             self.json.setdefault(index, []).append(part)
-            order = sorted(self.json).index(index)
+            if index == self.answer:
+                return [TextChunk(part)] if part else []
+            order = sorted(i for i in self.json if i != self.answer).index(index)
             return [ToolCallChunk(order, arguments=part)] if part else []
         return []  # thinking, signatures, citations: not part of the answer's text
 

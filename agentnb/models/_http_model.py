@@ -162,6 +162,12 @@ class HTTPModel:
         """Close the HTTP client of the running event loop (if agentnb created it)."""
         await self._slots.aclose()
 
+    def close(self) -> None:
+        """Close the HTTP clients agentnb created on other event loops (``run_sync``'s
+        included), e.g. before the server they talk to goes away; ``await aclose()`` closes
+        the running loop's."""
+        self._slots.close_others()
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"
 

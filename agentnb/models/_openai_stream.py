@@ -14,8 +14,15 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ModelHTTPError, StreamBroken
 from ._http import Failure
-from ._openai_wire import StructuredMode, request_to_wire, response_from_wire, weaker_mode
+from ._openai_wire import (
+    StructuredMode,
+    request_to_wire,
+    required_refused,
+    response_from_wire,
+    weaker_mode,
+)
 from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .request_fields import extra_body
@@ -121,7 +128,11 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
 
         def open_stream() -> Any:
             body = request_to_wire(
-                model.model, request, mode, max_tokens_param=model._max_tokens_param
+                model.model,
+                request,
+                mode,
+                max_tokens_param=model._max_tokens_param,
+                tool_choices=model.tool_choices,
             )
             extra = extra_body(model.params, body)  # ModelSettings.extra, params
             return client.chat.completions.with_streaming_response.create(
@@ -149,7 +160,12 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
             model._slots, open_stream, ChatStream, events, fallback=fallback
         )
         async with aclosing(items):
-            async for item in items:
-                yield item
+            try:
+                async for item in items:
+                    yield item
+            except StreamBroken:
+                raise
+            except ModelHTTPError as exc:  # refused before the first delta
+                raise required_refused(exc, request) from None
         if mode is not None and mode != model._mode:
             model._mode = mode

@@ -160,6 +160,25 @@ class Slots(PerLoop[Slot]):
         if slot is not None and slot.owned:
             await slot.client.close()
 
+    def close_others(self, timeout: float = 5.0) -> None:
+        """Close the clients agentnb made on every loop but the running one (its own is
+        closed by `aclose`): a loop running in another thread (`run_sync`'s) closes its
+        client there; a loop that is not running is run until its client is closed."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, slot in list(self._items.items()):
+            if loop is running:
+                continue
+            del self._items[loop]
+            if not slot.owned or loop.is_closed():
+                continue
+            if loop.is_running():
+                asyncio.run_coroutine_threadsafe(slot.client.close(), loop).result(timeout)
+            else:
+                loop.run_until_complete(slot.client.close())
+
 
 class Attempts:
     """One call's retries: how many were made, how long was waited, and why they stopped.

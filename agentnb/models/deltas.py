@@ -3,7 +3,7 @@
 A client may offer ``stream(request)`` beside ``request(request)``: an async iterator of
 `TextChunk` and `ToolCallChunk` items as the provider sends them, ending with the full
 `ModelResponse` (the same one ``request`` would have returned, usage included). The runtime
-turns the text chunks into ``TextDelta`` events and times the first item of any kind (the
+turns the text chunks into ``TextDelta`` events, the tool-call chunks into ``ToolCallDelta`` and times the first item of any kind (the
 ``ttft_s`` column); a client without ``stream`` is streamed as one delta per response
 (`stream_of`).
 """
@@ -52,4 +52,6 @@ async def _one_delta(model: ModelClient, request: ModelRequest) -> AsyncIterator
     response = await model.request(request)
     if response.text:
         yield TextChunk(response.text)
+    for index, call in enumerate(response.tool_calls):  # each call whole, as one delta
+        yield ToolCallChunk(index, call.name, call.arguments, call.id or "")
     yield response

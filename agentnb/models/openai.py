@@ -24,14 +24,17 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
-from ..errors import UserError
+from ..errors import ModelHTTPError, UserError
 from . import checks, tokenizing
 from ._http import Backoff, Failure, Secret
 from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
 from ._openai_wire import (
+    OPENAI_TOOL_CHOICES,
     MalformedReply,
     StructuredMode,
+    ToolChoices,
     request_to_wire,
+    required_refused,
     response_from_wire,
     weaker_mode,
 )
@@ -39,7 +42,7 @@ from .deltas import StreamItem
 from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
-__all__ = ["NO_KEY", "OpenAIModel"]
+__all__ = ["NO_KEY", "OpenAIModel", "ToolChoices"]
 
 Structured = Literal["auto", "json_schema", "json_object", "prompt"]
 
@@ -69,6 +72,8 @@ class OpenAIModel(HTTPModel):
       and, if the server rejects that with 400/422, falls back to JSON mode and then to an
       instruction in the system prompt, remembering what worked.
     - ``params``: extra body fields sent with every request (``temperature``, ``seed``, ...).
+    - ``tool_choices``: a `ToolChoices` for a server whose ``tool_choice`` differs from
+      OpenAI's (``agentnb.local_model()`` sets the one for llama-cpp-python's server).
     - ``tokenizer``: what agentnb counts this model's tokens with (the ``tokens_method``
       column says which was used). ``"auto"``: the encoding of an OpenAI model's family
       (``gpt-4o`` → ``o200k_base``), else, for a server given by ``base_url``, the server's
@@ -102,8 +107,15 @@ class OpenAIModel(HTTPModel):
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         stream_idle: float | None = None,
+        tool_choices: ToolChoices | None = None,
         tokenizer: str = "auto",
     ) -> None:
+        if tool_choices is not None and not isinstance(tool_choices, ToolChoices):
+            raise checks.fail(
+                "OpenAIModel(tool_choices=...)",
+                "agentnb.models.ToolChoices(...) or None",
+                tool_choices,
+            )
         checks.one_of(
             structured,
             "OpenAIModel(structured=...)",
@@ -124,6 +136,7 @@ class OpenAIModel(HTTPModel):
             stream_idle=stream_idle,
         )
         self.structured: Structured = structured
+        self.tool_choices = tool_choices or OPENAI_TOOL_CHOICES
         self._mode: StructuredMode = "json_schema" if structured == "auto" else structured
         target = self.base_url or "https://api.openai.com"
         self._max_tokens_param = (
@@ -169,7 +182,11 @@ class OpenAIModel(HTTPModel):
 
             async def attempt() -> Any:
                 body = request_to_wire(
-                    self.model, request, mode, max_tokens_param=self._max_tokens_param
+                    self.model,
+                    request,
+                    mode,
+                    max_tokens_param=self._max_tokens_param,
+                    tool_choices=self.tool_choices,
                 )
                 extra = extra_body(self.params, body)  # ModelSettings.extra, params
                 return await client.chat.completions.with_raw_response.create(
@@ -189,14 +206,17 @@ class OpenAIModel(HTTPModel):
             async def read(raw: Any) -> ModelResponse:
                 return response_from_wire(raw.parse())
 
-            response = await self._slots.send(
-                attempt,
-                read,
-                events,
-                reply="a chat completion",
-                malformed=MalformedReply,
-                fallback=fallback,
-            )
+            try:
+                response = await self._slots.send(
+                    attempt,
+                    read,
+                    events,
+                    reply="a chat completion",
+                    malformed=MalformedReply,
+                    fallback=fallback,
+                )
+            except ModelHTTPError as exc:
+                raise required_refused(exc, request) from None
             if mode is not None and mode != self._mode:
                 self._mode = mode  # remember what this server accepts
             return response

@@ -144,6 +144,7 @@ class ScriptedModel(_RecordingModel):
         checks.seconds(chunk_latency, "ScriptedModel(chunk_latency=...)")
         self.chunk_chars = chunk_chars
         self.chunk_latency = float(chunk_latency)
+        self._skipped = 0
         if callable(script):
             self._fn: Callable[[ModelRequest], Step] | None = script
             self._steps: list[Step] = []
@@ -158,9 +159,20 @@ class ScriptedModel(_RecordingModel):
             )
 
     @property
+    def position(self) -> int:
+        """Steps used so far: where the next request reads the script."""
+        return len(self.requests) + self._skipped
+
+    def skip_to(self, position: int) -> None:
+        """Go on from ``position`` (a paused run's state, resumed in a new process): the
+        steps before it count as used."""
+        checks.non_negative_int(position, "ScriptedModel.skip_to(position)")
+        self._skipped = max(position - len(self.requests), 0)
+
+    @property
     def remaining(self) -> int:
         """Steps not used yet (0 for a callable script)."""
-        return max(len(self._steps) - len(self.requests), 0) if self._fn is None else 0
+        return max(len(self._steps) - self.position, 0) if self._fn is None else 0
 
     def assert_complete(self) -> None:
         """Raise AssertionError if some scripted steps were never used."""
@@ -170,7 +182,7 @@ class ScriptedModel(_RecordingModel):
             )
 
     async def request(self, request: ModelRequest) -> ModelResponse:
-        index = len(self.requests)
+        index = self.position
         self.requests.append(request)
         if self.latency:  # zero latency (benchmarks, most tests): no coroutine to build and await
             await self._wait(request)

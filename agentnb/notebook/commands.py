@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
@@ -18,6 +18,7 @@ from ..runtime.result import RunResult
 
 if TYPE_CHECKING:
     from ..models.types import Message
+    from ..runtime.events import Event
     from .monitor import RunMonitor
 
 _TIMEOUTS: weakref.WeakKeyDictionary[Agent, float] = weakref.WeakKeyDictionary()
@@ -120,17 +121,16 @@ def run_live(
     """Run ``agent`` from a notebook cell, blocking, with a live `RunMonitor` displayed above
     the result (``monitor=False`` for none, or pass your own).
 
-    The run happens on agentnb's background loop (`agentnb.run_sync`, or `agentnb.stream_sync`
-    when ``stream``), so it works while Jupyter's own loop is running, and Kernel -> Interrupt
-    cancels every sub-agent and returns the partial result (``ok=False``, `RunCancelled`).
+    The run happens on agentnb's background loop (`agentnb.run_sync`; streamed, with the
+    monitor as its ``on_event``), so it works while Jupyter's own loop is running, and
+    Kernel -> Interrupt cancels every sub-agent and returns the partial result (``ok=False``,
+    `RunCancelled`).
     Streamed, the monitor shows each agent's text as its model writes it, and every call has
     its ``ttft_s``. Does not display the result: the caller does (``%%agent_run`` puts it in
     the monitor's place, `RunMonitor.replace`). ``run_id`` fixes the run's id (random
     otherwise), which keeps its log lines the same from one execution of a notebook to the next.
     """
     from ..runtime import run_sync
-    from ..runtime.events import RunEnded
-    from ..runtime.streaming import stream_sync
 
     if timeout is None:
         timeout = agent_timeout(agent)
@@ -138,20 +138,14 @@ def run_live(
     listeners = list(options.pop("listeners", ()))
     if shown is not None:
         listeners.append(shown.listener)
+    if stream:
+        # The events reach the monitor on the run's own thread, in order with the spans, so it
+        # never shows the run finished before its last text (see `RunMonitor`).
+        options["on_event"] = _events_to(shown, options.get("on_event"))
     try:
-        if not stream:
-            result: RunResult = run_sync(
-                agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
-            )
-        else:
-            events = stream_sync(
-                agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
-            )
-            for event in events:
-                if shown is not None:
-                    shown.on_event(event)
-                if isinstance(event, RunEnded):
-                    result = event.result
+        result: RunResult = run_sync(
+            agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
+        )
     except UserError:  # the run never started (e.g. no API key): no monitor left waiting
         if shown is not None:
             shown.close()
@@ -159,6 +153,21 @@ def run_live(
     if shown is not None:
         shown.finish(result)
     return result
+
+
+def _events_to(
+    shown: RunMonitor | None, theirs: Callable[[Event], None] | None
+) -> Callable[[Event], None]:
+    """The run's ``on_event``: the monitor's, then the caller's own (a run with any
+    ``on_event`` streams its model calls, and so times their first token)."""
+
+    def on_event(event: Event) -> None:
+        if shown is not None:
+            shown.on_event(event)
+        if theirs is not None:
+            theirs(event)
+
+    return on_event
 
 
 def _monitor(agent: Agent, monitor: RunMonitor | bool) -> RunMonitor | None:

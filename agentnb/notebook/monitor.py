@@ -7,6 +7,15 @@ one redraw per ``interval`` however many spans start and end, plus a tick while 
 elapsed times move during a long model call. Setting a widget's value from that thread is safe:
 ipywidgets sends the change over the kernel's comm, whose iopub socket accepts sends from any
 thread, and a comm message is not tied to the cell that is running.
+
+A streamed run's text must never lag behind its status: the monitor may not show a run
+finished before it shows the whole answer. Two ways keep that true by construction. Given as
+the run's own ``on_event`` (what `run_live` does), the text deltas reach the monitor on the
+loop's thread, in the order they happen, before the spans of their call, agent and run end,
+so the run's last picture has every delta. Fed from a stream read on another thread
+(``streamed=True``), the run's end seen by the listener may come before the last deltas are
+read; the monitor then shows the run finished only at the stream's `RunEnded` (or `finish`),
+which comes after every delta.
 """
 
 from __future__ import annotations
@@ -61,10 +70,22 @@ class AgentRow:
 class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
     """Live progress of a run: ``display(monitor)`` then run with ``listeners=[monitor.listener]``
     (`agentnb.notebook.run_live` and ``%%agent_run`` do both). In a streamed run, give it the
-    events too (`on_event`): each agent's row then shows the text its model is writing."""
+    events too (`on_event`): each agent's row then shows the text its model is writing.
 
-    def __init__(self, title: str = "run", *, interval: float = 0.1, tick: float = 0.5) -> None:
+    ``streamed=True`` when the events come from a stream read on another thread (``for event in
+    stream_sync(...): monitor.on_event(event)``): the run is shown finished at its `RunEnded`,
+    after its last text, rather than when its span ends on the loop."""
+
+    def __init__(
+        self,
+        title: str = "run",
+        *,
+        interval: float = 0.1,
+        tick: float = 0.5,
+        streamed: bool = False,
+    ) -> None:
         self.title = title
+        self.streamed = streamed
         self.interval = interval
         self.tick = tick
         self.rows: dict[str, AgentRow] = {}
@@ -72,6 +93,8 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
         self.error: str | None = None
         self._started: float | None = None
         self._ended: float | None = None
+        self._outcome: str | None = None
+        """How the run's span ended (``ok`` or ``failed``), shown once the text is all there."""
         self._lock = threading.RLock()
         self._timer: asyncio.TimerHandle | None = None
         self._last_draw = 0.0
@@ -89,11 +112,17 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
         self._schedule(final=event == "end" and span.kind == "run")
 
     def on_event(self, event: Event) -> None:
-        """A streamed run's event (from any thread): text deltas are shown under their agent.
-        Redraws at most once per ``interval``; the tick the listener keeps going while the run
-        lasts draws what came in between."""
-        from ..runtime.events import TextDelta
+        """A streamed run's event: text deltas are shown under their agent. Best given as the
+        run's ``on_event=`` (the loop's thread, in order with the spans); from a stream read on
+        another thread, create the monitor with ``streamed=True``. Redraws at most once per
+        ``interval``; the tick the listener keeps going while the run lasts draws what came in
+        between, and the run's end draws the rest."""
+        from ..runtime.events import RunEnded, TextDelta
 
+        if isinstance(event, RunEnded):
+            if event.part is None and event.depth == 0:
+                self._show_outcome()
+            return
         if not isinstance(event, TextDelta):
             return
         with self._lock:
@@ -105,6 +134,14 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
             due = time.perf_counter() - self._last_draw >= self.interval
         if due:
             self.redraw()
+
+    def _show_outcome(self) -> None:
+        """The stream has ended (every delta is in): show the run's outcome, now."""
+        with self._lock:
+            if self._outcome is None or self.state == self._outcome:
+                return
+            self.state = self._outcome
+        self.redraw()
 
     def replace(self, obj: object) -> None:
         """Show ``obj`` (the run's result) in the monitor's place: it is displayed, and the
@@ -121,7 +158,9 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
             if event == "start":
                 self._started, self.state = now, "running"
             else:  # `finish` adds the error, when the caller has the result
-                self._ended, self.state = now, "ok" if span.status == "ok" else "failed"
+                self._ended, self._outcome = now, "ok" if span.status == "ok" else "failed"
+                if not self.streamed:  # else at the stream's end: its last deltas may be unread
+                    self.state = self._outcome
             return
         if span.kind == "agent":
             row = self.rows.get(span.path)

@@ -66,6 +66,11 @@ def for_part(options: RunOptions, key: Any) -> RunOptions:
 
 def prepare(agent: Agent, input: Input, options: RunOptions, *, t0: float) -> RunContext:
     """A run's context with its trace on the pattern's clock (raises `UserError` on bad arguments)."""
+    if options.approver == "pause":
+        raise UserError(
+            "approver='pause' is for agentnb.run and agentnb.resume; inside parallel, chain and "
+            "verify_loop pass an approver function (a pause there cannot be resumed yet)."
+        )
     return start_context(agent, input, options, t0=t0)
 
 

@@ -9,8 +9,11 @@ from .events import (
     AgentStarted,
     Event,
     HandoffEvent,
+    MessageOutput,
+    PartialOutput,
     RunEnded,
     TextDelta,
+    ToolCallDelta,
     ToolCallEnded,
     ToolCallStarted,
 )
@@ -18,6 +21,7 @@ from .handoffs import Handoff, HandoffConfig
 from .hooks import Hooks
 from .options import RunOptions
 from .outcome import ToolOutcome
+from .pause import Interruption, resume
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
 from .runner import run
@@ -37,6 +41,9 @@ __all__ = [
     "HandoffConfig",
     "HandoffEvent",
     "Hooks",
+    "Interruption",
+    "MessageOutput",
+    "PartialOutput",
     "Limits",
     "PromptSection",
     "RunContext",
@@ -48,12 +55,14 @@ __all__ = [
     "TextDelta",
     "Tool",
     "ToolCallContext",
+    "ToolCallDelta",
     "ToolCallEnded",
     "ToolCallStarted",
     "ToolOutcome",
     "Transfer",
     "assemble_prompt",
     "main_thread_blocked",
+    "resume",
     "run",
     "run_streamed",
     "run_sync",

@@ -1,8 +1,10 @@
-"""One long-lived event loop in a background thread, for blocking calls (`run_sync`).
+"""Blocking calls (`run_sync`): on the calling thread's own loop, or on a background loop.
 
-A new loop per call would break clients bound to a loop (the httpx client inside ``openai``),
-and Jupyter already runs a loop in the main thread, so `asyncio.run` is not an option there.
-The coroutine runs on agentnb's own loop; the calling thread waits. Ctrl-C or Kernel ->
+With no event loop running in the calling thread (a plain script, a worker thread), the work
+runs right there, on a loop kept for that thread (`agentnb.runtime._thread_loop`). Where one
+is running (Jupyter runs a loop in the main thread) it cannot be re-entered, so the work goes
+to one long-lived loop in a background thread and the calling thread waits. A new loop per
+call would break clients bound to a loop (the httpx client inside ``openai``) either way. Ctrl-C or Kernel ->
 Interrupt cancels the run and, for a run of an agent, returns the partial result.
 
 User code may raise any `BaseException` on that loop (a tool calling ``sys.exit()``). asyncio
@@ -25,6 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 from ..errors import AgentnbError, UserError
+from ._thread_loop import is_thread_loop, run_here
 
 if TYPE_CHECKING:
     from ..models.types import Message
@@ -65,7 +68,19 @@ def background_loop() -> asyncio.AbstractEventLoop:
 
 
 def in_background_loop() -> bool:
-    return _thread is not None and threading.current_thread() is _thread
+    """Whether the caller runs on one of agentnb's loops (the background one or a thread's),
+    where blocking on another run would stop the loop that serves it."""
+    if _thread is not None and threading.current_thread() is _thread:
+        return True
+    return is_thread_loop(running_loop())
+
+
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, if any."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 @overload
@@ -83,7 +98,9 @@ def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:
     (``run_sync(agentnb.parallel(...))``) to completion from synchronous code.
 
     Works in a plain script and inside a running event loop (a Jupyter cell), without
-    nest_asyncio. An interrupt cancels the work; for an agent run the partial `RunResult`
+    nest_asyncio. With no loop running, the work runs on the calling thread (on a loop kept
+    for it), so objects bound to that thread work in instructions, hooks and async tools;
+    inside a running loop it runs on agentnb's background loop. An interrupt cancels the work; for an agent run the partial `RunResult`
     (``ok=False``, error `RunCancelled`) is returned instead of raising.
     """
     from .agent import Agent
@@ -113,6 +130,9 @@ def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:
             "run_sync was called from inside agentnb's event loop (an async tool?): use `await agentnb.run(...)` there."
         )
     try:
+        if running_loop() is None:  # a script, a worker thread: here, on this thread's loop
+            with blocking():
+                return run_here(coro)
         return wait(coro)
     except (KeyboardInterrupt, concurrent.futures.CancelledError):
         if ctx is not None and ctx.root is not None:

@@ -17,9 +17,11 @@ from ..errors import UserError
 from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings, check_settings
+from .callbacks import check_callable
 from .guardrails import Guardrail, as_guardrails
 from .hooks import check_hooks
 from .output import OutputSpec, output_spec
+from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
 from .tools import BaseTool, function_tool
 
@@ -88,6 +90,10 @@ class Agent:
     """Checks of the agent's final, validated output."""
     hooks: Hooks | None = None
     """`agentnb.Hooks` that see this agent only (``run(..., hooks=...)`` sees every agent)."""
+    output_validators: Sequence[Callable[..., Any]] = ()
+    """``fn(ctx, output) -> output`` (sync or async), run on the final, validated output;
+    raising ``agentnb.ModelRetry("why")`` makes the model try again (bounded by
+    ``output_retries``). See `agentnb.runtime.output_validators`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -116,6 +122,12 @@ class Agent:
         self.output_adapter()  # fail now on an output type pydantic cannot handle
         if self.hooks is not None:
             check_hooks(self.hooks, f"Agent({self.name!r}, hooks=...)")
+        check_output_validators(
+            self.output_validators, f"Agent({self.name!r}, output_validators=...)"
+        )
+        if callable(self.instructions):
+            where = f"Agent({self.name!r}, instructions=...)"
+            check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
         self.tool_map()  # fail now on duplicate or unusable tools
 
     def _split_route(self) -> tuple[list[Any], Route | None]:
@@ -254,6 +266,8 @@ class Agent:
                 on the answer before the caller reads it.
             propagate_guardrails (bool): A guardrail tripped inside the sub-agent ends the whole run
                 instead of becoming ``ERROR: ...`` text for the caller.
+            is_enabled (bool | Callable): ``False`` or ``fn(ctx, agent) -> bool`` (asked each
+                time the calling agent starts) to offer the tool only in some runs.
 
         Raises:
             UserError: an option has a value it does not accept.

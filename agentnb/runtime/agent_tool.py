@@ -23,6 +23,7 @@ from ..errors import (
     GuardrailTripped,
     MaxTurnsExceeded,
     ReplayMismatch,
+    RunPaused,
     UserError,
 )
 from ..models import checks
@@ -32,7 +33,9 @@ from ..words import plural
 from .approval import ask_approval, check_needs_approval
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
+from .enabled import check_is_enabled
 from .outcome import ToolOutcome, ToolStatus, model_text
+from .pause import answer_pending, keep_paused, resumed_history
 from .result import RunResult
 from .runner import agent_loop
 from .state import AgentRun
@@ -93,6 +96,7 @@ class AsToolOptions(TypedDict, total=False):
     input_guardrails: Sequence[Callable[..., Any]] | None
     output_guardrails: Sequence[Callable[..., Any]] | None
     propagate_guardrails: bool
+    is_enabled: Any
 
 
 AS_TOOL_KEYWORDS = frozenset(AsToolOptions.__annotations__)
@@ -124,9 +128,9 @@ def _ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
     # A replay that went off the recording, agentnb used the wrong way (no approver), a hook
     # or listener that raised: each needs fixing by a person. Cancellation and interrupts
     # are not Exceptions.
-    return isinstance(exc, (ReplayMismatch, UserError, CallbackRaised)) or not isinstance(
-        exc, Exception
-    )
+    return isinstance(
+        exc, (ReplayMismatch, RunPaused, UserError, CallbackRaised)
+    ) or not isinstance(exc, Exception)
 
 
 @dataclass(eq=False)
@@ -203,9 +207,11 @@ class AgentTool(BaseTool):
                 raise UserError(f"as_tool({label}=...) must be a function, got {fn!r}")
         check_needs_approval(needs_approval, "as_tool")
         guards = (
-            check_tool_guardrails(options.get("input_guardrails"), "as_tool(input_guardrails=...)"),
             check_tool_guardrails(
-                options.get("output_guardrails"), "as_tool(output_guardrails=...)"
+                options.get("input_guardrails"), "as_tool(input_guardrails=...)", "input"
+            ),
+            check_tool_guardrails(
+                options.get("output_guardrails"), "as_tool(output_guardrails=...)", "output"
             ),
         )
         if not isinstance(propagate_guardrails, bool):
@@ -233,6 +239,7 @@ class AgentTool(BaseTool):
             input_guardrails=guards[0],
             output_guardrails=guards[1],
             propagate_guardrails=propagate_guardrails,
+            is_enabled=check_is_enabled(options.get("is_enabled", True), "as_tool"),
         )
 
     def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
@@ -295,7 +302,7 @@ class AgentTool(BaseTool):
             budgets = (*budgets, budget)
         state = AgentRun(
             agent,
-            [Message.user(admitted.text)],
+            resumed_history(ctx, path) or [Message.user(admitted.text)],
             depth,
             path,
             (*caller.lineage, agent),
@@ -306,11 +313,14 @@ class AgentTool(BaseTool):
         trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
         status, failure = "ok", None
         try:
+            await answer_pending(state, ctx)  # a resumed run: the calls it was waiting on
             await within(agent_loop(state, ctx, self.max_turns or agent.max_turns), self.timeout)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 status = "cancelled"
                 raise
+            if isinstance(exc, RunPaused):
+                keep_paused(ctx, state)
             if _ends_the_run(exc, self.propagate_guardrails):
                 status = "error"
                 raise

@@ -37,8 +37,10 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from ..errors import NoApprover, UserError
 from ..models import checks
+from .callbacks import check_callable
+from .pause import PAUSE, paused_call
 from .tool_context import ToolCallContext
-from .tools import BaseTool
+from .tools import APPROVAL_FORMS, BaseTool
 
 if TYPE_CHECKING:
     from .agent_tool import AgentTool
@@ -149,12 +151,15 @@ async def ask_tool_approval(
 
 
 def check_needs_approval(value: Any, where: str) -> None:
-    """A `UserError` unless ``value`` is True, False or a callable."""
+    """A `UserError` unless ``value`` is True, False or a callable taking ``(ctx, arguments)``
+    or ``(pending)``."""
     if value is not True and value is not False and not callable(value):
         raise UserError(
             f"{where}(needs_approval=...) must be True, False or a callable "
             f"(ctx, arguments) -> bool, got {value!r}"
         )
+    if callable(value):
+        check_callable(value, f"{where}(needs_approval=...)", *APPROVAL_FORMS)
 
 
 async def decide(
@@ -193,6 +198,11 @@ async def decide(
             return f"call to {pending.tool} rejected: {reason}"
         if not needed:
             return None
+    if tcx.call_id in ctx.preapproved:  # approved on agentnb.resume (recorded there)
+        ctx.preapproved.discard(tcx.call_id)
+        return None
+    if ctx.approver == PAUSE:
+        return paused_call(ctx, caller, pending.tool, tcx.call_id, arguments)
     approver = ctx.approver if ctx.approver is not None else default_approver(pending)
     span = trace.start(
         "approval",

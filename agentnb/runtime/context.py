@@ -81,6 +81,14 @@ class RunContext:
     """Every approval decision of the run, in order (``result.approvals``)."""
     events: RunEvents | None = None
     """The run's stream and hooks (`agentnb.runtime.events`); None when nobody watches."""
+    interruptions: list[Any] = field(default_factory=list)
+    """The calls a paused run left waiting (`agentnb.runtime.pause.Interruption`)."""
+    preapproved: set[str] = field(default_factory=set)
+    """Call ids approved on `agentnb.resume`: run without asking again."""
+    resumed: Any = None
+    """For a resumed run: ``fn(state, ctx)`` run before the first turn (the waiting calls)."""
+    paused_agents: dict[str, AgentRun] = field(default_factory=dict)
+    """Sub-agents a pause went through, by path: their histories are part of the state."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CallbackRaised
-from ..models.deltas import TextChunk, stream_of
+from ..models.deltas import TextChunk, ToolCallChunk, stream_of
 from ..models.types import ModelResponse, ToolCall
 from .hooks import Hooks, reads_rows
 from .outcome import OutcomeKind, ToolOutcome, model_text
+from .stream_output import NOTHING, OutputStream, unwrapped_text
 
 if TYPE_CHECKING:
     from ..models.base import ModelClient
@@ -69,6 +70,38 @@ class TextDelta(Event):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallDelta(Event):
+    """A piece of a tool call the model is writing (``span_id``: its model call). The first
+    piece of call ``index`` carries its ``name`` (and ``call_id`` when the provider gives one
+    then); later pieces carry more of its JSON ``arguments``. A model that does not stream
+    sends each call whole, as one delta."""
+
+    index: int
+    name: str
+    arguments: str
+    call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class MessageOutput(Event):
+    """One model message's whole text, once the call has ended, whatever else the message held
+    (``tool_calls``: the names of the calls it asked for). A structured answer's text is shown
+    without agentnb's ``{"response": ...}`` wrapper. Not sent for a message with no text."""
+
+    text: str
+    tool_calls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PartialOutput(Event):
+    """A structured answer as far as it has been written, validated partially against the
+    agent's output type (a list so far, a model once its required fields are there): sent
+    each time a longer piece of the answer validates to a new value."""
+
+    output: Any
+
+
+@dataclass(frozen=True, slots=True)
 class ToolCallStarted(Event):
     """A tool is about to run (``arguments``: the model's JSON text)."""
 
@@ -90,7 +123,9 @@ class ToolCallEnded(Event):
 
 @dataclass(frozen=True, slots=True)
 class HandoffEvent(Event):
-    """``source`` handed the conversation to ``target`` (the event is the source's)."""
+    """``source`` handed the conversation to ``target`` (the event is the source's, in its
+    span). A handoff is not a tool call: no `ToolCallStarted` / `ToolCallEnded` is sent for
+    its ``transfer_to_<name>`` call."""
 
     source: str
     target: str
@@ -204,14 +239,6 @@ class RunEvents:
         if self.hooks:
             await self._hooks("on_tool_end", ctx, state.agent, call.name, text)
 
-    async def handoff(self, ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
-        if self.sink is not None:
-            self.sink(HandoffEvent(*_where(ctx, state, state.span), source.name, target.name))
-        hooks = self.hooks
-        if target.hooks is not None and target.hooks not in hooks:  # a handoff *to* the agent
-            hooks = (*hooks, target.hooks)
-        await _call_hooks(hooks, "on_handoff", ctx, source, target)
-
     async def _hooks(self, name: str, *args: Any) -> None:
         await _call_hooks(self.hooks, name, *args)
 
@@ -228,10 +255,17 @@ def events_for(ctx: RunContext, agent: Agent) -> RunEvents | None:
 
 
 async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
-    """A handoff from ``source`` (still ``state.agent``) to ``target``."""
-    events = state.events if state.events is not None else events_for(ctx, target)
-    if events is not None:
-        await events.handoff(ctx, state, source, target)
+    """A handoff from ``source`` (still ``state.agent``) to ``target``: a `HandoffEvent` (the
+    source's, in its span) and ``on_handoff`` of the run's hooks and of the *receiving* agent's
+    own hooks, as openai-agents calls it (the source's own hooks are not told)."""
+    run = ctx.events
+    if run is not None and run.sink is not None:
+        run.sink(HandoffEvent(*_where(ctx, state, state.span), source.name, target.name))
+    hooks = run.hooks if run is not None else ()
+    if target.hooks is not None and target.hooks not in hooks:
+        hooks = (*hooks, target.hooks)
+    if hooks:
+        await _call_hooks(hooks, "on_handoff", ctx, source, target)
 
 
 async def _call_hooks(hooks: tuple[Hooks, ...], name: str, *args: Any) -> None:
@@ -268,12 +302,16 @@ async def _streamed(
     span: Span,
     sink: Sink,
 ) -> ModelResponse:
-    """One model call streamed: every text piece sent as a `TextDelta`, the first item of any
-    kind timed (the call's ``ttft_s``), the text so far kept on the span if the call fails."""
+    """One model call streamed: every text piece sent as a `TextDelta` (a structured answer's
+    also as `PartialOutput`), every tool-call piece as a `ToolCallDelta`, the whole message as
+    `MessageOutput`; the first item of any kind timed (the call's ``ttft_s``), the text so far
+    kept on the span if the call fails."""
     trace = ctx.trace
     agent, path, depth, span_id = state.agent.name, state.path, state.depth, span.span_id
     response: ModelResponse | None = None
     pieces: list[str] = []
+    spec = state.agent.output_adapter() if request.output_schema is not None else None
+    shown = OutputStream(spec)
     items = stream_of(model, request)
     try:
         async for item in items:
@@ -283,7 +321,16 @@ async def _streamed(
                 response = item
             elif isinstance(item, TextChunk):
                 pieces.append(item.text)
-                sink(TextDelta(agent, path, depth, span_id, trace.now(), item.text))
+                text = shown.feed(item.text)
+                if text:
+                    sink(TextDelta(agent, path, depth, span_id, trace.now(), text))
+                if spec is not None:
+                    partial = shown.partial()
+                    if partial is not NOTHING:
+                        sink(PartialOutput(agent, path, depth, span_id, trace.now(), partial))
+            elif isinstance(item, ToolCallChunk):
+                where = (agent, path, depth, span_id, trace.now())
+                sink(ToolCallDelta(*where, item.index, item.name, item.arguments, item.id))
     except BaseException:
         if pieces:  # what the model said before the stream broke: the agent's partial answer
             span.attrs["partial_text"] = state.last_text = "".join(pieces)
@@ -294,6 +341,11 @@ async def _streamed(
             await aclose()
     if response is None:
         raise TypeError(f"{type(model).__name__}.stream ended without a ModelResponse")
-    if response.text and not pieces:  # a response with no text deltas: its text as one
-        sink(TextDelta(agent, path, depth, span_id, trace.now(), response.text))
+    rest = shown.finish() if pieces else unwrapped_text(spec, response.text or "")
+    if rest:  # held back until the end, or a response with no text deltas: its text as one
+        sink(TextDelta(agent, path, depth, span_id, trace.now(), rest))
+    if response.text:
+        calls = tuple(c.name for c in response.tool_calls)
+        text = unwrapped_text(spec, response.text)
+        sink(MessageOutput(agent, path, depth, span_id, trace.now(), text, calls))
     return response

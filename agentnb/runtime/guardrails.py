@@ -22,6 +22,7 @@ from ..errors import GuardrailTripped, UserError
 from ..models import checks
 from ..models.types import Message, ModelResponse
 from ._tasks import run_concurrently
+from .callbacks import check_callable
 from .state import AgentRun
 from .tools import to_text, truncate
 
@@ -99,7 +100,7 @@ def agent_guardrail(
 
     if not isinstance(agent, Agent):
         raise checks.fail("agent_guardrail(agent, ...)", "an Agent", agent)
-    _callable(trip_when, "agent_guardrail(trip_when=...)")
+    _callable(trip_when, "agent_guardrail(trip_when=...)", ("output",))
     checks.text(name, "agent_guardrail(name=...)", optional=True)
     checks.flag(blocking, "agent_guardrail(blocking=...)")
     return Guardrail(None, name or agent.name, blocking, agent, trip_when)
@@ -127,8 +128,9 @@ def as_guardrails(items: Any, where: str) -> tuple[Guardrail, ...]:
     return tuple(made)
 
 
-def _callable(fn: Any, where: str) -> Any:
+def _callable(fn: Any, where: str, form: tuple[str, ...] = ("ctx", "agent", "value")) -> Any:
     checks.function(fn, where, what="a function (sync or async)")
+    check_callable(fn, where, form)
     return fn
 
 

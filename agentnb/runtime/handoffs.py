@@ -17,18 +17,24 @@ is refused with a text the model can act on, as the depth and path guards do for
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
-from ..errors import UserError
+from ..errors import CallbackRaised, UserError
 from ..models import checks
 from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, preload, tokenizer
+from .callbacks import check_callable
+from .enabled import check_is_enabled
+from .events import being_cancelled
 from .handoff_filters import HistoryFilter, last_messages
 from .outcome import ToolOutcome
 from .tool_context import ToolCallContext
@@ -107,6 +113,12 @@ class Handoff:
     config: HandoffConfig = HandoffConfig()
     input_filter: HistoryFilter | None = None
     tool_name: str | None = None
+    on_handoff: Callable[..., Any] | None = None
+    """Called when control passes (sync or async): ``fn(ctx, input)`` with the validated
+    ``input_type`` object, or ``fn(ctx)`` without one. What it raises ends the run."""
+    is_enabled: Any = True
+    """``True``, ``False`` or ``fn(ctx, agent) -> bool``, asked each time the source agent
+    starts: a handoff not enabled is not offered."""
 
     def __post_init__(self) -> None:
         from .agent import Agent
@@ -123,6 +135,12 @@ class Handoff:
             raise UserError(
                 "Handoff(input_filter=...) must be a function list[Message] -> list[Message]"
             )
+        if self.input_filter is not None:
+            check_callable(self.input_filter, "Handoff(input_filter=...)", ("messages",))
+        check_is_enabled(self.is_enabled, "Handoff")
+        if self.on_handoff is not None:
+            form = ("ctx", "input") if self.input_type is not None else ("ctx",)
+            check_callable(self.on_handoff, "Handoff(on_handoff=...)", form)
         checks.text(self.tool_name, "Handoff(tool_name=...)", optional=True)
         checks.text(self.description, "Handoff(description=...)", optional=True)
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.name):
@@ -194,7 +212,7 @@ class Handoff:
             if self.input_type is not None
             else {"type": "object", "properties": {}}
         )
-        return HandoffTool(self.name, description, parameters, self)
+        return HandoffTool(self.name, description, parameters, self, is_enabled=self.is_enabled)
 
     def __repr__(self) -> str:
         extra = "" if self.config == HandoffConfig() else f", config={self.config}"
@@ -234,6 +252,8 @@ class HandoffTool(BaseTool):
                 "would make a cycle. Answer with what you have and say what is missing.",
                 status="refused",
             )
+        if handoff.on_handoff is not None:
+            await _call_on_handoff(handoff, ctx, intent)
         forwarded = handoff._forward(
             list(caller.messages), call_id=tcx.call_id, intent=intent, source=caller.agent.name
         )
@@ -255,6 +275,22 @@ class HandoffTool(BaseTool):
 
     def __repr__(self) -> str:
         return f"HandoffTool({self.name!r})"
+
+
+async def _call_on_handoff(handoff: Handoff, ctx: RunContext, intent: BaseModel | None) -> None:
+    """The handoff's ``on_handoff``; what it raises ends the run (as a hook's exception does)."""
+    fn = handoff.on_handoff
+    assert fn is not None
+    try:
+        value = fn(ctx, intent) if handoff.input_type is not None else fn(ctx)
+        if inspect.isawaitable(value):
+            await value
+    except asyncio.CancelledError:
+        if being_cancelled():
+            raise
+        raise CallbackRaised(asyncio.CancelledError()) from None
+    except BaseException as exc:  # user code: any exception ends the run, as its error
+        raise CallbackRaised(exc) from None
 
 
 def _settle(history: list[Message], call_id: str | None, note: str) -> list[Message]:

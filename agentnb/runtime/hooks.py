@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from .callbacks import check_hook_names
 
 if TYPE_CHECKING:
     from ..models.types import ModelRequest, ModelResponse
@@ -53,13 +54,15 @@ class Hooks:
 
 
 def check_hooks(hooks: Any, where: str) -> None:
-    """Hooks must be an `agentnb.Hooks` (a subclass's instance), not the class itself."""
+    """Hooks must be an `agentnb.Hooks` (a subclass's instance), not the class itself, whose
+    ``on_*`` methods are hooks agentnb calls, each able to take the arguments it passes."""
     if not isinstance(hooks, Hooks):
         given = f"the class {hooks.__name__}" if isinstance(hooks, type) else type(hooks).__name__
         raise UserError(
             f"{where} takes an instance of agentnb.Hooks (or a subclass), got {given}: "
             "pass MyHooks(), not MyHooks."
         )
+    check_hook_names(hooks, Hooks, where)
 
 
 def reads_rows(hooks: object) -> bool:

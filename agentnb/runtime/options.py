@@ -18,6 +18,7 @@ from ..models import checks
 from ..models.base import ModelClient
 from ..models.settings import ModelSettings
 from ..trace.spans import Listener
+from .callbacks import check_callable
 from .context import Limits
 from .hooks import Hooks, check_hooks
 
@@ -39,7 +40,8 @@ class RunOptions:
     timeout: float | None = None
     """Wall-clock seconds for the run; a shortcut for ``Limits(timeout=...)``."""
     approver: Any = None
-    """``fn(pending) -> Approval`` (sync or async) for calls that need approval."""
+    """``fn(pending) -> Approval`` (sync or async) for calls that need approval, or
+    ``"pause"`` to stop the run at them (see `agentnb.resume`)."""
     deps: Any = None
     """Anything the tools need, reached as ``ctx.run.deps`` in a tool."""
     run_id: str | None = None
@@ -63,7 +65,7 @@ class RunOptions:
             raise UserError(f"limits must be agentnb.Limits(...), got {type(self.limits).__name__}")
         checks.positive_int(self.max_turns, "max_turns")
         checks.positive_seconds(self.timeout, "timeout")
-        if self.approver is not None and not callable(self.approver):
+        if self.approver is not None and self.approver != "pause" and not callable(self.approver):
             raise UserError(
                 f"approver must be a function pending -> agentnb.Approval (sync or async), got "
                 f"{type(self.approver).__name__}; agentnb.approve_all / reject_all suit tests."
@@ -84,6 +86,10 @@ class RunOptions:
             raise UserError(f"run_id must be a non-empty string or None, got {self.run_id!r}")
         if self.hooks is not None:
             check_hooks(self.hooks, "run(hooks=...)")
+        if self.approver is not None and callable(self.approver):
+            check_callable(self.approver, "run(approver=...)", ("pending",))
+        if self.on_event is not None and callable(self.on_event):
+            check_callable(self.on_event, "run(on_event=...)", ("event",))
         if self.on_event is not None and not callable(self.on_event):
             raise UserError(
                 f"on_event must be a function on_event(event), got {type(self.on_event).__name__}"

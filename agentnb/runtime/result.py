@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .approval import ApprovalRecord
     from .context import RunContext
+    from .pause import Interruption
 
 
 @dataclass(eq=False)
@@ -64,6 +65,18 @@ class RunResult:
     def approvals(self) -> list[ApprovalRecord]:
         """Every approval decision of the run: tool, arguments, who, decision, reason, time."""
         return list(self.context.approvals) if self.context is not None else []
+
+    @property
+    def interruptions(self) -> list[Interruption]:
+        """For a paused run (``approver="pause"``): the calls waiting for approval."""
+        return list(self.context.interruptions) if self.context is not None else []
+
+    def to_state(self) -> dict[str, Any]:
+        """A paused run's state, JSON-able: ``agentnb.resume(agent, state, approvals)`` goes
+        on from it, in this process or another (see `agentnb.runtime.pause`)."""
+        from .pause import run_state
+
+        return run_state(self)
 
     def to_input_list(self) -> list[Message]:
         """The conversation so far (the user's input, the answering agent's messages, its tool

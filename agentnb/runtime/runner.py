@@ -18,6 +18,7 @@ from ..errors import (
     BudgetExceeded,
     CallbackRaised,
     MaxTurnsExceeded,
+    ModelRetry,
     OutputValidationError,
     RunCancelled,
     RunTimeout,
@@ -36,8 +37,10 @@ from ._tasks import run_concurrently
 from .agent import Agent, model_client
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
+from .enabled import enabled_tools
 from .events import RunEvents, events_for, handed_off, run_ended, subscriber
 from .guardrails import first_call, run_guardrails, start_input_checks
+from .handoffs import HandoffTool
 from .hooks import reads_rows
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
@@ -51,6 +54,8 @@ from .outcome import (
     model_text,
 )
 from .output import validation_errors
+from .output_validators import retried, validated_output
+from .pause import Paused, pause_run
 from .prompt import section_sizes
 from .result import RunResult
 from .settings import after_tool_calls, stopping_call, turn_settings
@@ -158,6 +163,8 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     try:
         if raised is not None:
             raise CallbackRaised(raised)
+        if ctx.resumed is not None:  # agentnb.resume: the calls the pause left, decided
+            await ctx.resumed(state, ctx)
         timeout = ctx.limits.timeout
         try:
             turns = ctx.max_turns or agent.max_turns
@@ -323,7 +330,7 @@ async def _turns(
     """The agent's turns until it answers or hands off."""
     agent = state.agent
     model = model_client(agent, ctx.default_model)
-    tools = agent.tool_map()
+    tools = await enabled_tools(agent.tool_map(), ctx, agent)
     specs = [t.spec for t in tools.values()]
     structured = agent.output_adapter()
     schema = structured.schema if structured else None
@@ -396,6 +403,18 @@ async def _turns(
                     "Reply again with only a JSON object that matches the schema."
                 )
                 state.messages.append(Message("user", reask, generated=True))
+                continue
+        if agent.output_validators:
+            try:
+                output = await validated_output(agent.output_validators, ctx, output)
+            except ModelRetry as exc:
+                if reasks >= agent.output_retries or turn == max_turns:
+                    raise OutputValidationError(
+                        f"{agent.name}'s answer was refused by its output validator after "
+                        f"{reasks + 1} attempt(s): {exc}"
+                    ) from None
+                reasks += 1
+                retried(state, ctx, str(exc))
                 continue
         route = agent.routing()
         if route is not None:
@@ -545,6 +564,12 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
             )
 
 
+async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, turn: int) -> None:
+    """Run ``calls`` of ``state.agent`` outside its turns (the calls a resumed run goes on with)."""
+    tools = await enabled_tools(state.agent.tool_map(), ctx, state.agent)
+    await _run_tools(calls, tools, state, ctx, turn)
+
+
 async def _run_tools(
     calls: list[ToolCall], tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
 ) -> NextStepHandoff | NextStepRunAgain:
@@ -555,10 +580,16 @@ async def _run_tools(
     else:
         outcomes = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
     handoff: Transfer | None = None
+    paused: list[Paused] = []
     for call, outcome in zip(calls, outcomes):
+        if isinstance(outcome.message, Paused):  # waiting for approval: no result yet
+            paused.append(outcome.message)
+            continue
         if handoff is None and outcome.transfer is not None:
             handoff = outcome.transfer
         state.messages.append(Message.tool(call, model_text(outcome)))
+    if paused:
+        pause_run(ctx, paused)
     return RUN_AGAIN if handoff is None else NextStepHandoff(handoff)
 
 
@@ -577,10 +608,10 @@ async def _run_tool(
         call_id=call.id,
         args_chars=len(call.arguments),
     )
-    events = state.events
+    tool = tools.get(call.name)
+    events = state.events if not isinstance(tool, HandoffTool) else None  # not a tool's events
     if events is not None:
         await events.tool_started(ctx, state, span, call)
-    tool = tools.get(call.name)
     with trace.ends_on_failure(span):
         if tool is None:
             known = ", ".join(tools) or "none"
@@ -602,6 +633,6 @@ async def _run_tool(
         trace.end(span, outcome.status)
     else:
         trace.end(span, outcome.status, result_chars=len(model_text(outcome)))
-    if events is not None:
+    if events is not None and not isinstance(outcome.message, Paused):
         await events.tool_ended(ctx, state, span, call, outcome)
     return outcome

@@ -23,7 +23,8 @@ from typing import Any, Generic, TypeVar, Unpack, cast, overload
 
 from ..errors import RunCancelled, UserError
 from ..models.types import Message, Usage
-from ._loop import background_loop, blocking, in_background_loop, take
+from ._loop import background_loop, blocking, in_background_loop, running_loop, take
+from ._thread_loop import run_here, thread_loop
 from .agent import Agent
 from .context import RunContext
 from .events import Event, RunEnded, RunEvents, Sink, being_cancelled, run_ended
@@ -243,8 +244,8 @@ def stream_sync(target: Any, /, *args: Any, **kwargs: Any) -> Iterator[Event]:
     """``for event in stream_sync(agent, input, ...)``: a streamed run from synchronous code
     (``stream_sync(agentnb.parallel, agents, input, ...)`` for a pattern, as in `run_streamed`).
 
-    Works in a script and in a Jupyter cell (the run goes on agentnb's background loop, as for
-    `agentnb.run_sync`). The last event is `RunEnded`, whose ``result`` is the `RunResult`
+    Works in a script (the run goes on the calling thread, as for `agentnb.run_sync`) and in
+    a Jupyter cell (on agentnb's background loop). The last event is `RunEnded`, whose ``result`` is the `RunResult`
     (or the pattern's result). An interrupt (Ctrl-C, Kernel -> Interrupt) cancels the run,
     which still ends with its `RunEnded` (``ok=False``, `RunCancelled`; for a pattern,
     ``result`` None); leaving the loop early cancels the run too.
@@ -255,7 +256,50 @@ def stream_sync(target: Any, /, *args: Any, **kwargs: Any) -> Iterator[Event]:
             "use `agentnb.run_streamed(...)` with `async for` there."
         )
     stream = run_streamed(target, *args, **kwargs)
+    if running_loop() is None:  # a script: on this thread, as run_sync does
+        return _events_here(stream)
     return _events_of(stream)
+
+
+def _events_here(stream: RunStream[Any]) -> Iterator[Event]:
+    """The events of ``stream``, run on the calling thread's loop: the loop runs while the
+    reader waits for events, and pauses while the reader handles those that arrived together
+    (taken as one batch, so that a reply of many small deltas costs one loop entry per batch)."""
+    inbox: list[Event | None] = []
+    arrived: asyncio.Event | None = None
+
+    def forward(event: Event | None) -> None:
+        inbox.append(event)
+        if arrived is not None:
+            arrived.set()
+
+    async def next_events() -> list[Event | None]:
+        nonlocal arrived
+        while not inbox:
+            arrived = arrived or asyncio.Event()
+            arrived.clear()
+            await arrived.wait()
+        batch = inbox[:]
+        inbox.clear()
+        return batch
+
+    stream._forward = forward
+    runner = thread_loop().create_task(_quietly(stream))
+    try:
+        while True:
+            with blocking():  # a first Ctrl-C cancels the run, which still ends with RunEnded
+                batch = run_here(next_events(), on_interrupt=stream.cancel)
+            for event in batch:
+                if event is None:  # the end
+                    if stream._error is not None:
+                        raise stream._error
+                    return
+                yield event
+    finally:
+        if not runner.done():  # left early: stop the run and let it wind down
+            stream.cancel()
+            if running_loop() is None:
+                run_here(asyncio.wait([runner]))
 
 
 def _events_of(stream: RunStream[Any]) -> Iterator[Event]:

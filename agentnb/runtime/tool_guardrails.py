@@ -20,6 +20,7 @@ from typing import Any, Literal, Union
 
 from ..errors import GuardrailTripped, UserError
 from ..models import checks
+from .callbacks import check_callable
 from .outcome import ToolOutcome, model_text
 from .tool_context import ToolCallContext
 from .tools import BaseTool
@@ -56,12 +57,18 @@ class ToolGuardrail:
 ToolGuardrailFunction = Callable[..., Union[ToolGuardrail, Awaitable[ToolGuardrail]]]  # noqa: UP007
 
 
-def check_tool_guardrails(items: Any, where: str) -> tuple[ToolGuardrailFunction, ...]:
-    """The guardrails given to ``@tool`` or ``as_tool``, as a tuple of callables."""
+def check_tool_guardrails(
+    items: Any, where: str, stage: Literal["input", "output"]
+) -> tuple[ToolGuardrailFunction, ...]:
+    """The guardrails given to ``@tool`` or ``as_tool``, as a tuple of callables, each able to
+    take what a guardrail of ``stage`` is passed."""
     if items is None:
         return ()
     if not isinstance(items, (list, tuple)) or not all(callable(f) for f in items):
         raise UserError(f"{where} must be a list of functions (sync or async), got {items!r}")
+    form = ("ctx", "tool_name", "arguments") + (("result_text",) if stage == "output" else ())
+    for fn in items:
+        check_callable(fn, where, form)
     return tuple(items)
 
 

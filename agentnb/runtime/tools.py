@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
-from pydantic_core import from_json
+from pydantic_core import PydanticSerializationError, from_json, to_json
 
 from ..errors import UserError
 from ..models import checks
 from ..models.types import ToolSpec
+from .callbacks import check_callable
 from .outcome import ToolOutcome
 from .tool_context import ToolCallContext
 from .tool_schema import arguments_model, clean_schema, parse_docstring
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 DEFAULT_MAX_RESULT_CHARS = 20_000
+APPROVAL_FORMS = (("ctx", "arguments"), ("pending",))
+"""How a ``needs_approval`` callable is called: ``fn(ctx, arguments)`` or ``fn(pending)``."""
 
 
 @dataclass(eq=False)
@@ -52,6 +55,9 @@ class BaseTool(ABC):
     """``fn(ctx, tool_name, arguments, clip_result) -> ToolGuardrail``."""
     needs_approval: Any = field(default=False, kw_only=True)
     """``True`` or ``fn(ctx, arguments) -> bool`` (sync or async): ask the run's approver first."""
+    is_enabled: Any = field(default=True, kw_only=True)
+    """``True``, ``False`` or ``fn(ctx, agent) -> bool`` (sync or async), asked each time the
+    agent starts: a tool not enabled is not offered (see `agentnb.runtime.enabled`)."""
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
 
     approval_here: ClassVar[bool] = True
@@ -155,7 +161,12 @@ def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
 
 
 def to_text(value: Any) -> str:
-    """How a tool's return value reaches the model: text as is, models and data as JSON."""
+    """How a tool's return value reaches the model: text as is, models and data as JSON.
+
+    Plain JSON data (dicts, lists, numbers) is written by `json.dumps`; anything holding what
+    pydantic can serialise (models, dataclasses, dates, in lists or dicts) is written as
+    pydantic writes a single model (`to_jsonable_python`'s rules, compact), never as a
+    Python repr; an object neither knows becomes its ``str``."""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
@@ -163,8 +174,12 @@ def to_text(value: Any) -> str:
     if value is None:
         return ""
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except TypeError:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return to_json(value, fallback=str).decode()
+    except (PydanticSerializationError, TypeError, ValueError):
         return str(value)
 
 
@@ -228,6 +243,7 @@ class ToolOptions(TypedDict, total=False):
     needs_approval: Any
     input_guardrails: Sequence[Callable[..., Any]] | None
     output_guardrails: Sequence[Callable[..., Any]] | None
+    is_enabled: Any
 
 
 TOOL_KEYWORDS = frozenset(ToolOptions.__annotations__)
@@ -248,7 +264,8 @@ def tool(
     parameter section (Google, NumPy or Sphinx style). Sync functions run in a worker thread,
     off the event loop. ``needs_approval`` (True or ``fn(ctx, arguments) -> bool``) asks the
     run's approver before each call; ``input_guardrails`` / ``output_guardrails`` check the
-    arguments and the result (see `agentnb.ToolGuardrail`).
+    arguments and the result (see `agentnb.ToolGuardrail`). ``is_enabled`` (a bool or
+    ``fn(ctx, agent) -> bool``, asked each time the agent starts) offers the tool per run.
     """
 
     def build(f: Callable[..., Any]) -> BaseTool:
@@ -275,6 +292,7 @@ def function_tool(
         )
     max_result_chars = options.get("max_result_chars", DEFAULT_MAX_RESULT_CHARS)
     needs_approval = options.get("needs_approval", False)
+    is_enabled = options.get("is_enabled", True)
     checks.function(fn, "tool(fn)", what="a function, an Agent or a Tool")
     checks.text(name, "tool(name=...)", optional=True)
     checks.text(description, "tool(description=...)", optional=True)
@@ -294,20 +312,30 @@ def function_tool(
             f"Tool {tool_name!r} is a generator: a tool returns one result. Return a list "
             "(or the joined text) instead of yielding."
         )
+    from .enabled import check_is_enabled
     from .tool_guardrails import check_tool_guardrails
+
+    check_is_enabled(is_enabled, f"tool {tool_name!r}: tool")
 
     guards = (
         check_tool_guardrails(
-            options.get("input_guardrails"), f"tool {tool_name!r}: input_guardrails"
+            options.get("input_guardrails"), f"tool {tool_name!r}: input_guardrails", "input"
         ),
         check_tool_guardrails(
-            options.get("output_guardrails"), f"tool {tool_name!r}: output_guardrails"
+            options.get("output_guardrails"), f"tool {tool_name!r}: output_guardrails", "output"
         ),
     )
     if needs_approval is not True and needs_approval is not False and not callable(needs_approval):
         raise UserError(
             f"tool {tool_name!r}: needs_approval must be True, False or a callable "
             f"(ctx, arguments) -> bool, got {needs_approval!r}"
+        )
+    if callable(needs_approval):
+        check_callable(
+            needs_approval,
+            f"tool {tool_name!r}: needs_approval",
+            APPROVAL_FORMS[0],
+            APPROVAL_FORMS[1],
         )
     summary, arg_docs = parse_docstring(inspect.getdoc(fn) or "")
     text = description or summary
@@ -331,4 +359,5 @@ def function_tool(
         input_guardrails=guards[0],
         output_guardrails=guards[1],
         needs_approval=needs_approval,
+        is_enabled=is_enabled,
     )
