@@ -136,6 +136,9 @@ def test_streaming_yields_text_and_argument_deltas_then_the_same_response():
     assert result.ok and result.output == "The sum is fifty."
     text = [e.text for e in events if isinstance(e, a.TextDelta)]
     assert text == ["The sum ", "is fifty", "."]
+    pieces = [e for e in events if isinstance(e, a.ToolCallDelta)]
+    assert (pieces[0].name, pieces[0].call_id) == ("add", "call_resp_0001_0")
+    assert "".join(p.arguments for p in pieces) == '{"x":20,"y":30}' and len(pieces) == 3
     assert all(body["stream"] is True for body in server.received)
     assert server.received[1]["previous_response_id"] == "resp_0001"
     assert "previous_response_id" not in server.received[2]  # a new conversation
