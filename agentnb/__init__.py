@@ -64,6 +64,7 @@ from .models import (
 from .models.anthropic import AnthropicModel
 from .models.local import LocalModel, local_model
 from .models.openai import OpenAIModel
+from .models.openai_responses import HostedTool, OpenAIResponsesModel
 from .models.recording import (
     record,
     replay,
@@ -202,6 +203,7 @@ __all__ = [
     # models
     "AnthropicModel",
     "FunctionModel",
+    "HostedTool",
     "LocalModel",
     "Message",
     "ModelClient",
@@ -209,6 +211,7 @@ __all__ = [
     "ModelResponse",
     "ModelSettings",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "ScriptedModel",
     "ToolCall",
     "ToolSpec",

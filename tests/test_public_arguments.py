@@ -194,11 +194,17 @@ def _keywords(fn: Any, *skip: str) -> list[str]:
 
 HTTP = ["model", *_keywords(a.OpenAIModel, "model")]
 ANTHROPIC = ["model", *_keywords(a.AnthropicModel, "model")]
+RESPONSES = ["model", *_keywords(a.OpenAIResponsesModel, "model")]
 
 CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
     # models
     "OpenAIModel": (HTTP, lambda o, v: _http(a.OpenAIModel, o, v)),
     "AnthropicModel": (ANTHROPIC, lambda o, v: _http(a.AnthropicModel, o, v)),
+    "OpenAIResponsesModel": (RESPONSES, lambda o, v: _http(a.OpenAIResponsesModel, o, v)),
+    "HostedTool": (
+        ["type", "options"],
+        lambda o, v: a.HostedTool(v) if o == "type" else a.HostedTool("web_search", extra=v),
+    ),
     "ScriptedModel": (
         _keywords(a.ScriptedModel),
         lambda o, v: a.ScriptedModel(**{"script": [a.say("hi")], o: v}),
@@ -466,6 +472,7 @@ def test_public_constructors(name: str, option: str, value: Any) -> None:
 
 NUMBERS = {
     "OpenAIModel": ("max_concurrency", "max_retries", "timeout", "stream_idle", "backoff"),
+    "OpenAIResponsesModel": ("max_concurrency", "max_retries", "timeout", "stream_idle", "backoff"),
     "AnthropicModel": (
         "max_tokens",
         "max_concurrency",

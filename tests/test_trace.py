@@ -320,6 +320,7 @@ def test_a_call_row_holds_the_call_s_span_and_sizes_in_their_fields():
     assert row.chars_in == sizes["total"] == len(canonical_request(model.requests[0]))
     assert [getattr(row, f"chars_in_{c}") for c in COMPONENTS] == [sizes[c] for c in COMPONENTS]
     assert (row.chars_out, row.tool_calls, row.stop_reason, row.status) == (5, 0, "stop", "ok")
+    assert row.chars_on_wire == row.chars_in  # the whole request went
 
 
 @pytest.mark.parametrize(

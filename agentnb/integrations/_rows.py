@@ -86,6 +86,7 @@ def call_row(
         "chars_in_tool_results": size("tool_results"),
         "chars_in_framing": size("framing"),
         "chars_out": chars_out,
+        "chars_on_wire": size("total"),  # what the framework sent in all: its request as measured
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
         "tokens_method": method,

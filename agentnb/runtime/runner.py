@@ -493,6 +493,10 @@ async def call_model(
     return response
 
 
+_LOGGED_EVENTS = ("retry", "structured_fallback", "hosted_tool", "reasoning", "server_state_lost")
+"""A model client's events that also go to the log lines (all stay on the call's span)."""
+
+
 def _record(
     ctx: RunContext,
     model: ModelClient,
@@ -517,7 +521,7 @@ def _record(
     if events:
         attrs["events"] = events
         for event in events:  # an adapter's retries and fallbacks show in the log lines too
-            if event.get("event") in ("retry", "structured_fallback"):
+            if event.get("event") in _LOGGED_EVENTS:
                 ctx.trace.log(
                     f"model_{event['event']}",
                     depth=state.depth,

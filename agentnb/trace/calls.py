@@ -67,6 +67,11 @@ class CallRow:
     chars_in_framing: int
     chars_out: int
     """Characters generated: the answer's text plus its tool calls' arguments."""
+    chars_on_wire: int
+    """Characters that went on the wire, by the rule of ``chars_in``: ``chars_in`` when the
+    whole request was sent; less when the provider kept the conversation and only the new
+    messages were sent (`agentnb.OpenAIResponsesModel` with ``conversation="server"``),
+    while ``provider_tokens_in`` is still billed for the whole context."""
     tokens_in: int | None
     tokens_out: int | None
     tokens_method: str
@@ -117,6 +122,7 @@ class CallRow:
         sizes = request_sizes(request, tally)
         provider = response.usage if response is not None else _NOT_REPORTED
         wait, retries, cached, latency = 0.0, 0, False, None
+        sent = sizes["total"]
         for event in events:
             if event.get("event") == "queue_wait":
                 wait += event.get("seconds", 0.0)
@@ -124,6 +130,8 @@ class CallRow:
                 retries += 1
             elif event.get("event") == CACHE_EVENT:
                 cached, latency = True, event.get("latency_s")
+            elif event.get("event") == "server_state":  # the model client sent less
+                sent = event.get("chars_on_wire", sent)
         ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
         if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
             ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
@@ -152,6 +160,7 @@ class CallRow:
             sizes["tool_results"],
             sizes["framing"],
             response_chars(response) if response is not None else 0,
+            sent,
             None,
             None,
             "",
