@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from . import checks
 from ._http import Backoff, Failure
-from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
+from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
 from ._openai_wire import (
     MalformedReply,
     StructuredMode,
@@ -54,8 +54,11 @@ class OpenAIModel(HTTPModel):
     - ``timeout``: seconds one attempt may take as a whole, from connecting to the last byte
       of the reply (a reply that trickles in is cut off too; a streamed reply is bounded as a
       whole the same way); then it is retried.
-    - ``stream_idle``: seconds a streamed reply may go without sending anything before the
-      attempt fails (None: only ``timeout`` bounds it).
+    - ``stream_idle``: seconds a streamed reply may go without sending an event before the
+      attempt fails (None: only ``timeout`` bounds it); keep-alive comments do not count.
+    - ``max_response_chars``: the most characters of text and tool arguments one reply may
+      hold, streamed or not (20 million by default); a longer one ends the call with a
+      `ModelHTTPError` (a `StreamBroken` keeping the text shown, once a stream has begun).
     - ``max_retries``: retries of 429, 408/409, 5xx, timeouts and connection errors (a
       connection refused on a local address is not retried: no server is running there).
     - ``backoff``: a `Backoff`, or the first delay in seconds. ``Backoff(max=...)`` is the
@@ -95,6 +98,7 @@ class OpenAIModel(HTTPModel):
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         stream_idle: float | None = None,
+        max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
         checks.one_of(
             structured,
@@ -113,6 +117,7 @@ class OpenAIModel(HTTPModel):
             params=params,
             name=name,
             stream_idle=stream_idle,
+            max_response_chars=max_response_chars,
         )
         self.structured: Structured = structured
         self._mode: StructuredMode = "json_schema" if structured == "auto" else structured
