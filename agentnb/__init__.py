@@ -22,6 +22,7 @@ from .errors import (
     RunTimeout,
     ScriptExhausted,
     StreamBroken,
+    ToolFailed,
     UserError,
 )
 from .measure import scenarios
@@ -184,6 +185,7 @@ __all__ = [
     "RunTimeout",
     "ScriptExhausted",
     "StreamBroken",
+    "ToolFailed",
     "UserError",
     # models
     "AnthropicModel",

@@ -75,6 +75,20 @@ class GuardrailTripped(AgentRunError):
         self.info = info
 
 
+class ToolFailed(AgentRunError):
+    """A tool whose result was to be the answer (``tool_use_behavior="stop_on_first_tool"`` or
+    `StopAtTools`) failed: it raised, its arguments were not valid, or no tool has its name.
+
+    The run ends ``ok=False`` rather than answer with an error text; ``tool`` is the tool's
+    name, ``agent`` the agent that called it, and the message holds what the tool said.
+    """
+
+    def __init__(self, message: str, *, tool: str, agent: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.agent = agent
+
+
 class ModelBehaviorError(AgentRunError):
     """The model produced something the runtime cannot act on."""
 
@@ -144,5 +158,6 @@ __all__ = [
     "RunTimeout",
     "ScriptExhausted",
     "StreamBroken",
+    "ToolFailed",
     "UserError",
 ]
