@@ -13,7 +13,6 @@ exception. Each check is a ``guardrail`` span in the trace and a ``guardrail`` l
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 from ..errors import GuardrailTripped, UserError
 from ..models import checks
 from ..models.types import Message, ModelResponse
+from ._off_loop import off_loop
 from ._tasks import run_concurrently
 from .state import AgentRun
 from .tools import to_text, truncate
@@ -157,8 +157,7 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
             result = await _ask_agent(guard, value, state, ctx, span)
         else:
             assert guard.fn is not None
-            answer: Any = guard.fn(ctx, agent, value)
-            result = await answer if inspect.isawaitable(answer) else answer
+            result = await off_loop(guard.fn, ctx, agent, value)
         if not isinstance(result, GuardrailResult):
             raise UserError(
                 f"Guardrail {guard.name!r} returned {type(result).__name__}; it must return "
@@ -269,9 +268,7 @@ async def _ask_agent(
         ctx.active[:] = [a for a in ctx.active if a is not sub]
         trace.close_open_under(agent_span, "cancelled" if status == "ok" else status)
         trace.end(agent_span, status, turns=sub.turns)
-    tripped = guard.trip_when(output)
-    if inspect.isawaitable(tripped):
-        tripped = await tripped
+    tripped = await off_loop(guard.trip_when, output)
     return GuardrailResult(bool(tripped), output)
 
 

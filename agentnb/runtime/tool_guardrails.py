@@ -12,7 +12,6 @@ A tool with none of these goes straight to `Tool.invoke`: the run loop asks `Too
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any, Literal, Union
 
 from ..errors import GuardrailTripped, UserError
 from ..models import checks
+from ._off_loop import off_loop
 from .tool_context import ToolCallContext
 from .tools import BaseTool
 
@@ -123,9 +123,7 @@ async def _verdict(
         tool=tool.name,
     )
     with trace.ends_on_failure(span):
-        verdict = fn(*args)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        verdict = await off_loop(fn, *args)
         if not isinstance(verdict, ToolGuardrail):
             raise UserError(
                 f"Tool guardrail {name!r} returned {type(verdict).__name__}; it must return "
