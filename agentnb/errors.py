@@ -16,6 +16,18 @@ from typing import Any
 class AgentnbError(Exception):
     """Base class of every error agentnb raises."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with its attributes and rebuilt without calling __init__, whose keyword-only
+        # arguments (GuardrailTripped's ``guardrail=``) the default pickling would not pass.
+        return (_restored, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restored(cls: type[AgentnbError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class UserError(AgentnbError, ValueError):
     """agentnb was used the wrong way: fix the call, the agent or the tool definition."""

@@ -50,12 +50,7 @@ def assert_no_key(model: Any, result: Any, *recordings: Path) -> None:
     texts += traceback_with_locals(result.error)
     texts += [path.read_text(encoding="utf-8") for path in recordings if path.exists()]
     everything = "\n".join(texts)
-    # A result's agents hold their tools' argument models, classes made at run time that never
-    # pickle; everything else a result holds (its trace and context included) is pickled.
-    data = {k: v for k, v in vars(result).items() if k != "last_agent"}
-    held = ("root", "active", "events")  # the agents of the run, with their tools
-    data["context"] = {k: v for k, v in vars(result.context).items() if k not in held}
-    pickled = pickle.dumps(model) + pickle.dumps(data)
+    pickled = pickle.dumps(model) + pickle.dumps(result)  # a result pickles whole
     for leak in LEAKS:
         assert leak not in everything, f"{leak!r} shows in what agentnb shows or writes"
         assert leak.encode() not in pickled, f"{leak!r} is in a pickle"
