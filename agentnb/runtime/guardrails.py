@@ -38,6 +38,12 @@ class GuardrailResult:
     tripwire: bool
     info: Any = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.tripwire, bool):  # "no" and [] would read as True and False
+            raise UserError(
+                f"GuardrailResult(tripwire=...) must be True or False, got {self.tripwire!r}"
+            )
+
 
 GuardrailFunction = Callable[..., Union[GuardrailResult, Awaitable[GuardrailResult]]]  # noqa: UP007
 """``fn(ctx, agent, value) -> GuardrailResult``, sync or async."""
@@ -242,6 +248,12 @@ async def _ask_agent(
 
     agent = guard.agent
     assert agent is not None and guard.trip_when is not None
+    if any(agent is above for above in state.lineage):
+        raise UserError(
+            f"The guardrail {guard.name!r} runs the agent {agent.name!r}, which is already "
+            f"running here ({state.path}): a guardrail agent may not guard itself or an agent "
+            "that runs it. Give the guardrail an agent of its own, without that guardrail."
+        )
     trace = ctx.trace
     depth, path = state.depth + 1, f"{state.path}/{guard.name}"
     agent_span = trace.start(
