@@ -120,3 +120,29 @@ async def test_run_refuses_a_bad_max_turns(bad: object):
     with pytest.raises(a.UserError, match="max_turns must be a positive integer"):
         a.run_sync(agent, "hi", max_turns=bad)
     assert agent.model.requests == []  # type: ignore[union-attr]
+
+
+def test_a_run_leaves_the_agent_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentnb.models import registry
+
+    made: list[a.ScriptedModel] = []
+
+    def scripted(name: str) -> a.ScriptedModel:
+        made.append(a.ScriptedModel([a.say(name)] * 3))
+        return made[-1]
+
+    monkeypatch.setitem(registry._PROVIDERS, "fixture", scripted)
+    agent = a.Agent("helper", "Help.", "fixture:hello", tools=(_double,))
+    before = repr(agent), agent.model, agent.tools
+    first = a.run_sync(agent, "q")
+    second = a.run_sync(agent, "q")
+
+    assert first.output == second.output == "hello"
+    assert (repr(agent), agent.model, agent.tools) == before  # the spec string is still there
+    assert agent.model == "fixture:hello" and isinstance(agent.tools, tuple)
+    assert len(made) == 1 and len(made[0].requests) == 2  # one client, resolved once, shared
+
+
+def _double(x: int) -> int:
+    """Double x."""
+    return 2 * x

@@ -216,7 +216,7 @@ async def test_input_schema_and_builder_give_structured_input():
     assert set(spec.parameters["properties"]) == {"document", "topic"}
     assert spec.parameters["properties"]["topic"]["enum"] == ["vat", "invoicing"]
     bad, good = boss.model.requests[2].tool_results
-    assert bad.startswith("Tool error: invalid arguments for tax: topic")
+    assert bad.startswith("ERROR: invalid arguments for tax: topic")
     assert good == "VAT is fine."
     (request,) = tax.model.requests  # the invalid call never reached the sub-agent
     assert request.last_user_text == f"Check the vat of:\n{CLAUSE}"

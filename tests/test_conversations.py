@@ -51,7 +51,8 @@ def test_handoffs_as_a_handoff_route_works_like_route():
     triage_model = a.ScriptedModel([a.say('{"response": {"kind": "refund", "amount": 5}}')])
     triage = a.Agent("triage", "Classify.", triage_model, handoffs=route)
 
-    assert triage.route is route and triage.handoffs == []
+    assert triage.routing() is route and triage.handoff_list() == []
+    assert triage.handoffs is route and triage.output_type is None  # the agent keeps its fields
     result = a.run_sync(triage, "refund me")
     assert result.ok and result.output == "refunded" and result.last_agent is refunds
     assert "Refund" in (refunds_model.requests[0].last_user_text)

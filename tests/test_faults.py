@@ -598,7 +598,7 @@ def test_a_single_agent(name, provider, tmp_path):
         assert call.attrs["partial_text"] == fault.partial
     if name.startswith("tool-call"):
         sent_back = json.dumps(server.requests[1].json())
-        assert "Tool error" in sent_back  # the model was told, and may recover
+        assert "ERROR: " in sent_back  # the model was told, and may recover
     assert_no_key(model, result, tmp_path / "run.jsonl")
 
 

@@ -88,7 +88,11 @@ async def test_last_n_forwards_a_window_without_orphan_tool_results():
     assert shape(messages) == ["user", "assistant(lookup_order)", "tool",
                                "assistant(transfer_to_refunds)", "tool"]  # fmt: skip
     messages, _ = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=3)})
-    assert shape(messages) == ["user", "assistant(transfer_to_refunds)", "tool"]  # the cut-off result dropped
+    assert shape(messages) == [
+        "user",
+        "assistant(transfer_to_refunds)",
+        "tool",
+    ]  # the cut-off result dropped
     assert messages[0] == Message.user(REQUEST)
 
 

@@ -154,7 +154,11 @@ def test_a_streamed_run_shows_each_agent_s_text_in_the_monitor(dummy_comm):
     monitor.finish(event.result)
 
     texts = {path: row.text for path, row in monitor.rows.items()}
-    assert texts == {"coord": "all checked", "coord/expert0": "finding 0", "coord/expert1": "finding 1"}
+    assert texts == {
+        "coord": "all checked",
+        "coord/expert0": "finding 0",
+        "coord/expert1": "finding 1",
+    }
     html = monitor.render(0.0)
     assert "coord/expert1:</span> finding 1</td>" in html and '">all checked</td>' in html
 

@@ -156,7 +156,19 @@ def _in_scratch(build: Any) -> Any:
 
 
 def _keywords(fn: Any, *skip: str) -> list[str]:
-    return [p for p in inspect.signature(fn).parameters if p not in skip]
+    """The keywords ``fn`` takes; ``**options: Unpack[SomeOptions]`` stands for each key of
+    that TypedDict."""
+    parameters = inspect.signature(fn).parameters
+    names = [p for p in parameters if p not in skip and p != "options"]
+    if "options" in parameters:
+        from agentnb.runtime.agent_tool import AS_TOOL_KEYWORDS
+        from agentnb.runtime.tools import TOOL_KEYWORDS
+
+        typed = str(parameters["options"].annotation)
+        known = {"RunKeywords": RUN_OPTIONS, "ToolOptions": TOOL_KEYWORDS}
+        known["AsToolOptions"] = AS_TOOL_KEYWORDS
+        names += sorted(next(v for k, v in known.items() if f"[{k}]" in typed))
+    return names
 
 
 HTTP = ["model", *_keywords(a.OpenAIModel, "model")]
@@ -300,6 +312,7 @@ COVERED_ELSEWHERE = {
     "Agent": "test_agent",
     "Limits": "test_limits",
     "run": "test_run_options",
+    "RunOptions": "test_run_options (run_sync builds one from its keywords)",
     "run_sync": "test_run_options",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
@@ -316,6 +329,7 @@ NOT_CONFIGURED = {
     "RunResult",
     "RunContext",
     "ToolCallContext",
+    "ToolOutcome",
     "Guardrail",
     "PendingCall",
     "ApprovalRecord",

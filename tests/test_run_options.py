@@ -47,3 +47,86 @@ def test_timeout_is_a_shortcut_for_the_limits_timeout() -> None:
     result = run_sync(_agent(), "q", timeout=2.5, max_turns=2)
     assert result.ok and result.context is not None
     assert result.context.limits.timeout == 2.5 and result.context.max_turns == 2
+
+
+# -- the patterns take the options of a run, defined once
+
+
+def _recording_agent(name: str, replies: list[str]) -> tuple[Agent, ScriptedModel]:
+    model = ScriptedModel([say(r) for r in replies])
+    return Agent(name, "Answer.", model=model), model
+
+
+def test_every_pattern_takes_every_run_option() -> None:
+    import inspect
+
+    import agentnb
+    from agentnb.runtime.options import KEYWORDS, RunKeywords
+
+    assert set(RunKeywords.__annotations__) == KEYWORDS  # the typed keywords are the options
+    for fn in (agentnb.run, agentnb.parallel, agentnb.chain, agentnb.verify_loop, agentnb.judge):
+        options = inspect.signature(fn).parameters["options"]
+        assert options.kind is inspect.Parameter.VAR_KEYWORD, fn.__name__
+    assert agentnb.RunOptions is RunOptions
+
+
+def test_parallel_takes_an_approver_run_id_max_turns_and_listeners() -> None:
+    import agentnb
+
+    agent, model = _recording_agent("a", ["hi"])
+    seen: list[str] = []
+    fan = run_sync(
+        agentnb.parallel(
+            [agent],
+            "q",
+            approver=agentnb.approve_all,
+            run_id="fan-1",
+            max_turns=1,
+            listeners=[lambda event, span: seen.append(event)],
+        )
+    )
+    assert not fan.missing
+    result = fan.results["a"]
+    assert result.context is not None and result.context.run_id == "fan-1"
+    assert result.context.max_turns == 1
+    assert seen and model.requests[0].messages[0].content == "q"
+
+
+def test_verify_loop_takes_artifacts_and_deps() -> None:
+    import agentnb
+
+    writer, writer_model = _recording_agent("writer", ["draft"])
+    verifier, _ = _recording_agent("verifier", ['{"outcome": "approved", "problems": []}'])
+    outcome = run_sync(
+        agentnb.verify_loop(
+            writer, verifier, "Write.", artifacts={"brief": "the brief"}, deps={"k": 1}
+        )
+    )
+    assert outcome.rounds[0].draft == "draft"
+    sent = writer_model.requests[0].messages[0].content
+    assert "brief (9 characters)" in sent  # the artifact was attached to the writer's run
+    run = outcome.rounds[0].writer
+    assert run.context is not None and run.context.deps == {"k": 1}
+
+
+def test_a_pattern_names_an_unknown_option() -> None:
+    import agentnb
+
+    agent, _ = _recording_agent("a", ["hi"])
+    with pytest.raises(UserError, match=r"approvr.*a run takes .*approver"):
+        run_sync(agentnb.chain([agent], "q", approvr=agentnb.approve_all))  # type: ignore[call-arg]
+
+
+def test_tool_and_as_tool_name_an_unknown_option() -> None:
+    import agentnb
+
+    def echo(x: int) -> int:
+        """Echo."""
+        return x
+
+    with pytest.raises(UserError, match=r"max_result_char\b.*tool takes .*max_result_chars"):
+        agentnb.tool(echo, max_result_char=3)  # type: ignore[call-arg]
+    with pytest.raises(UserError, match=r"time_out\b.*as_tool takes .*timeout"):
+        _agent().as_tool(time_out=3)  # type: ignore[call-arg]
+    made = _agent().as_tool(timeout=2.0, max_result_chars=None)
+    assert (made.timeout, made.max_result_chars) == (2.0, None)

@@ -152,7 +152,9 @@ def test_an_async_tool_calling_run_sync_tells_the_model():
 
     assert result.ok
     sent = model.requests[1].tool_results[0]
-    assert sent.startswith("Tool error: UserError: run_sync was called from inside agentnb's")
+    assert sent.startswith(
+        "ERROR: delegate failed: UserError: run_sync was called from inside agentnb's"
+    )
 
 
 def test_a_sync_tool_may_call_run_sync_from_its_worker_thread():

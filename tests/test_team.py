@@ -76,8 +76,8 @@ def test_an_unknown_member_or_bad_arguments_go_back_to_the_model_as_text():
 
     assert result.ok
     unknown, missing, no_input = boss_model.requests[1].tool_results
-    assert unknown == "Tool error: consult has no member 'marketing'. Members: legal."
-    assert missing == "Tool error: consult has no member None. Members: legal."
+    assert unknown == "ERROR: consult has no member 'marketing'. Members: legal."
+    assert missing == "ERROR: consult has no member None. Members: legal."
     assert "invalid arguments for legal" in no_input and "input" in no_input
     assert legal_model.requests == []
 

@@ -182,7 +182,9 @@ def test_a_raising_tool_sends_its_error_to_the_model_and_the_run_goes_on():
     result = run_agent(model, [divide])
 
     assert result.ok and result.output == "2"
-    assert model.requests[1].tool_results == ["Tool error: ZeroDivisionError: division by zero"]
+    assert model.requests[1].tool_results == [
+        "ERROR: divide failed: ZeroDivisionError: division by zero"
+    ]
     assert model.requests[2].tool_results[-1] == "2.0"
     statuses = [s.status for s in result.spans if s.kind == "tool_call"]
     assert statuses == ["error", "ok"]
@@ -226,7 +228,7 @@ def test_an_unknown_tool_name_goes_back_to_the_model():
 
     assert result.ok
     sent = model.requests[1].tool_results[0]
-    assert sent.startswith("Tool error:")
+    assert sent.startswith("ERROR:")
     assert "'cube'" in sent and "Available tools: square" in sent
     tool_span = next(s for s in result.spans if s.kind == "tool_call")
     assert tool_span.status == "error" and tool_span.name == "cube"
@@ -239,8 +241,8 @@ def test_invalid_json_arguments_go_back_to_the_model():
 
     assert result.ok
     first, second = model.requests[2].tool_results
-    assert first.startswith("Tool error: the arguments for square are not valid JSON")
-    assert second == "Tool error: the arguments for square must be a JSON object, got list."
+    assert first.startswith("ERROR: the arguments for square are not valid JSON")
+    assert second == "ERROR: the arguments for square must be a JSON object, got list."
 
 
 def test_arguments_that_fail_the_schema_go_back_to_the_model():
@@ -257,7 +259,7 @@ def test_arguments_that_fail_the_schema_go_back_to_the_model():
 
     assert result.ok and result.output == "9"
     wrong_type, missing, extra, good = model.requests[4].tool_results
-    assert wrong_type.startswith("Tool error: invalid arguments for square: n:")
+    assert wrong_type.startswith("ERROR: invalid arguments for square: n:")
     assert "integer" in wrong_type
     assert "n: Field required" in missing
     assert "extra: Extra inputs are not permitted" in extra
@@ -321,3 +323,100 @@ async def test_sync_tools_in_one_turn_run_in_parallel_threads():
     assert model.requests[1].tool_results == ["x", "y"]
     spans = [s for s in result.spans if s.kind == "tool_call"]
     assert max(s.started for s in spans) < min(s.ended for s in spans if s.ended is not None)
+
+
+# -- how a call ended: one typed outcome read by the trace, the events and the model
+
+
+def test_each_way_a_call_ends_is_one_outcome_seen_alike_by_model_trace_and_events():
+    def twice(n: int) -> int:
+        """Double n."""
+        return 2 * n
+
+    double = a.tool(twice, name="double")
+
+    def no_sevens(ctx, tool_name, arguments):
+        if arguments.get("n") == 7:
+            return a.ToolGuardrail.reject("sevens are not allowed")
+        return a.ToolGuardrail.allow()
+
+    guarded = a.tool(twice, name="guarded", input_guardrails=[no_sevens])
+    model = a.ScriptedModel(
+        [
+            [
+                a.tool_call("double", n=2),
+                a.tool_call("double", n="x"),
+                a.tool_call("guarded", n=7),
+                a.tool_call("missing"),
+            ],
+            a.say("done"),
+        ]
+    )
+    ended: list[a.ToolCallEnded] = []
+    result = a.run_sync(
+        a.Agent("worker", "You work.", model, [double, guarded]),
+        "go",
+        on_event=lambda e: ended.append(e) if isinstance(e, a.ToolCallEnded) else None,
+    )
+
+    assert result.ok
+    sent = model.requests[1].tool_results
+    assert sent[0] == "4"
+    assert sent[1].startswith("ERROR: invalid arguments for double: n:")
+    assert sent[2] == "sevens are not allowed"
+    assert sent[3] == "ERROR: there is no tool named 'missing'. Available tools: double, guarded."
+    spans = [s for s in result.spans if s.kind == "tool_call"]
+    assert [s.status for s in spans] == ["ok", "error", "refused", "error"]
+    seen = {e.span_id: e for e in ended}  # the calls ran concurrently: events in any order
+    in_order = [seen[s.span_id] for s in spans]
+    assert [e.kind for e in in_order] == ["ok", "error", "rejected", "error"]
+    assert [e.ok for e in in_order] == [True, False, False, False]
+    assert [e.result_text for e in in_order] == sent
+
+
+def test_the_outcome_text_is_made_in_one_place():
+    assert a.ToolOutcome.ok("4").text == "4"
+    assert a.ToolOutcome.error("it broke").text == "ERROR: it broke"
+    assert a.ToolOutcome.error("late", status="timeout").status == "timeout"
+    assert a.ToolOutcome.rejected("no").text == "no"
+    assert a.ToolOutcome.rejected("no").status == "refused"
+
+
+async def test_a_tool_notices_its_function_was_replaced():
+    def plain(text: str) -> str:
+        return text + "1"
+
+    made = a.tool(plain)
+    assert (await made.call({"text": "a"})).message == "a1"  # sync: run in a thread
+
+    async def shout(text: str) -> str:
+        return text.upper()
+
+    made.fn = shout
+    assert (await made.call({"text": "a"})).message == "A"
+
+
+def test_a_handoff_and_a_late_sub_agent_are_outcomes_too():
+    import asyncio
+
+    async def slow(request: a.ModelRequest) -> str:
+        await asyncio.sleep(1)
+        return "too late"
+
+    helper = a.Agent("helper", "Help.", a.FunctionModel(slow))
+    target = a.Agent("target", "Finish.", a.ScriptedModel([a.say("finished")]))
+    model = a.ScriptedModel([a.tool_call("helper", input="x"), a.tool_call("transfer_to_target")])
+    boss = a.Agent("boss", "Route.", model, [helper.as_tool(timeout=0.05)], handoffs=[target])
+    ended: list[a.ToolCallEnded] = []
+    result = a.run_sync(
+        boss, "go", on_event=lambda e: ended.append(e) if isinstance(e, a.ToolCallEnded) else None
+    )
+
+    assert result.ok and result.output == "finished"
+    assert model.requests[1].tool_results == ["ERROR: helper did not answer within 0.05 s."]
+    assert [(e.name, e.kind, e.ok) for e in ended] == [
+        ("helper", "error", False),
+        ("transfer_to_target", "handed_off", True),
+    ]
+    spans = {s.name: s.status for s in result.spans if s.kind == "tool_call"}
+    assert spans == {"helper": "timeout", "transfer_to_target": "ok"}

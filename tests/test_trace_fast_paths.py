@@ -18,8 +18,6 @@ from agentnb.trace.history import HistoryTally
 from agentnb.trace.sizes import (
     COMPONENTS,
     canonical_request,
-    dumps,
-    message_payload,
     message_size,
     request_sizes,
 )
@@ -46,10 +44,15 @@ def _messages(rnd: random.Random) -> list[Message]:
 
 
 def test_message_sizes_match_the_canonical_json():
+    # Measured independently: what adding the message to a request adds to the request's
+    # canonical text (serialised whole), less the comma that separates it from the next one.
     rnd = random.Random(7)
+    other = Message.user("x")
+    alone = len(canonical_request(ModelRequest("", [other])))
     for _ in range(300):
         for message in _messages(rnd):
-            assert message_size(message).total == len(dumps(message_payload(message)))
+            added = len(canonical_request(ModelRequest("", [message, other]))) - alone - 1
+            assert message_size(message).total == added
 
 
 def test_request_sizes_add_up_to_the_canonical_request():

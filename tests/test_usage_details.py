@@ -143,3 +143,18 @@ async def test_sub_agents_usage_details_roll_up_to_the_root():
     assert result.ok, result.error
     assert result.usage.cached_input_tokens == 0 + 64 + 128
     assert list(result.calls["tokens_in_cached"]) == [0, 64, 128]
+
+
+def test_adding_a_usage_in_place_sums_each_field_keeping_none_only_where_both_are():
+    import itertools
+
+    def summed(x: int | None, y: int | None) -> int | None:
+        return None if x is None and y is None else (x or 0) + (y or 0)
+
+    tokens = (None, 0, 7)
+    for i, o, ci, co in itertools.product(tokens, repeat=4):
+        total, provider = a.Usage(i, o, 3), a.Usage(ci, co, 5)
+        total.add(provider, requests=1)
+        assert (total.input_tokens, total.output_tokens) == (summed(i, ci), summed(o, co))
+        assert total.requests == 4  # the requests given, not the other usage's
+        assert provider == a.Usage(ci, co, 5)  # the added one is left as it was

@@ -32,7 +32,7 @@ FRAME: contextvars.ContextVar[Frame | None] = contextvars.ContextVar(
 
 
 @dataclass(eq=False)
-class AgentRun:
+class SdkAgentRun:
     """One agent's part of one SDK run: its span, turns and measuring caches."""
 
     name: str
@@ -66,11 +66,11 @@ class Frame:
         """What this run's agents' paths start with (the caller's path and a slash)."""
         self.depth = depth
         self.root = root
-        self.agents: dict[str, AgentRun] = {}
+        self.agents: dict[str, SdkAgentRun] = {}
         self.tools: dict[str, Span] = {}
         self.closed = False
 
-    def agent_run(self, agent: Any) -> AgentRun:
+    def agent_run(self, agent: Any) -> SdkAgentRun:
         name = agent.name
         run = self.agents.get(name)
         if run is None:
@@ -78,7 +78,7 @@ class Frame:
             span = self.trace.start(
                 "agent", name, self.parent, agent=name, path=path, depth=self.depth
             )
-            run = self.agents[name] = AgentRun(name, path, self.depth, span)
+            run = self.agents[name] = SdkAgentRun(name, path, self.depth, span)
         return run
 
     def child(self, context: Any) -> Frame:
@@ -129,7 +129,7 @@ class Frame:
 
     def record(
         self,
-        run: AgentRun,
+        run: SdkAgentRun,
         span: Span,
         call: dict[str, Any],
         output: list[Any] | None,

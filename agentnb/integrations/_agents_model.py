@@ -1,7 +1,7 @@
 """The stand-ins a capture puts between openai-agents and a run: the model and the run hooks.
 
 `MeasuredModel` answers exactly as the agent's own model (it calls it), timing each call and
-asking the run's `Frame` to record it; `Hooks` forwards every hook to the run's own hooks and
+asking the run's `Frame` to record it; `ForwardedHooks` forwards every hook to the run's own hooks and
 opens a span per tool call. A failure to measure never reaches the user's run.
 """
 
@@ -15,7 +15,7 @@ from agents.models.interface import Model
 
 from ..models.types import Usage
 from ..trace.spans import Span
-from ._agents_frames import AgentRun, Frame
+from ._agents_frames import Frame, SdkAgentRun
 from ._rows import call_row
 
 _CALL_KEYS = (
@@ -33,7 +33,7 @@ _CALL_KEYS = (
 class MeasuredModel(Model):
     """Stands in for an agent's model while a capture is open: same answers, timed and measured."""
 
-    def __init__(self, inner: Model, frame: Frame, run: AgentRun) -> None:
+    def __init__(self, inner: Model, frame: Frame, run: SdkAgentRun) -> None:
         self.inner, self.frame, self.run = inner, frame, run
         self.label = str(getattr(inner, "model", None) or type(inner).__name__)
 
@@ -117,7 +117,7 @@ _NO_HOOKS: RunHooks[Any] = RunHooks()
 """Stands for "the run has no hooks": the SDK's default ones do nothing, so they are not called."""
 
 
-class Hooks(RunHooks[Any]):
+class ForwardedHooks(RunHooks[Any]):
     """The run's hooks, forwarded unchanged, plus the tool-call spans."""
 
     def __init__(self, inner: RunHooks[Any] | None, frame: Frame) -> None:

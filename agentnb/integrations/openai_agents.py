@@ -35,7 +35,7 @@ from ._rows import reported_usage
 
 try:
     from ._agents_frames import FRAME, Frame
-    from ._agents_model import Hooks, MeasuredModel
+    from ._agents_model import ForwardedHooks, MeasuredModel
 except ImportError as exc:  # pragma: no cover - depends on what is installed
     raise ImportError(
         "agentnb.integrations.openai_agents needs openai-agents: pip install 'agentnb[openai-agents]'"
@@ -156,7 +156,9 @@ def _frame_for(agent: Any, kwargs: dict[str, Any]) -> Frame | None:
             return None
         frame = cap._new_run(agent)
     hooks = kwargs.get("hooks")
-    kwargs["hooks"] = Hooks(hooks.inner if isinstance(hooks, Hooks) else hooks, frame)
+    kwargs["hooks"] = ForwardedHooks(
+        hooks.inner if isinstance(hooks, ForwardedHooks) else hooks, frame
+    )
     return frame
 
 

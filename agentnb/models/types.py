@@ -88,6 +88,9 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    size_cache: int | None = field(default=None, init=False, repr=False, compare=False)
+    """The spec's size in the canonical request (`agentnb.trace.sizes`): a spec is resent on
+    every call, so it is measured once; kept on the spec, it goes when the spec goes."""
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

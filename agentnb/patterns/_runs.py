@@ -18,12 +18,12 @@ from ..errors import RunTimeout, UserError
 from ..models import checks
 from ..models.base import ModelClient
 from ..models.types import Message
-from ..runtime.agent import Agent
+from ..runtime.agent import Agent, model_client
 from ..runtime.context import RunContext
 from ..runtime.events import Event
 from ..runtime.options import RunOptions
 from ..runtime.result import RunResult
-from ..runtime.runner import execute, resolve_model, start_context
+from ..runtime.runner import execute, start_context
 from ..trace.spans import CALL_COLUMNS, Trace
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def check_agent(agent: Any, where: str, model: ModelClient | str | None = None) 
     if not isinstance(agent, Agent):
         raise UserError(f"{where} must be an Agent, got {type(agent).__name__}")
     if model is None or agent.model is not None:
-        resolve_model(agent)
+        model_client(agent)
     return agent
 
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
 from ..runtime.agent import Agent
-from ..runtime.context import Limits
-from ..runtime.options import RunOptions
+from ..runtime.options import RunKeywords, RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
@@ -181,18 +180,18 @@ async def judge(
     judge_agent: Agent,
     candidates: Any,
     task: str | None = None,
-    *,
-    limits: Limits | None = None,
-    timeout: float | None = None,
+    **options: Unpack[RunKeywords],
 ) -> Judgement:
     """Ask ``judge_agent`` which of ``candidates`` is best; map its answer back to a candidate.
 
     Candidates (a dict, a list or a complete `FanOut`) are shown numbered from 0, without their
     names, so a name cannot sway the choice. The judge answers with a `JudgeVerdict` unless its
-    ``output_type`` is another model with an integer ``best`` field.
+    ``output_type`` is another model with an integer ``best`` field. ``options`` are those of
+    `agentnb.run` (`agentnb.RunOptions`), for the judge's run.
     """
-    _runs.check_agent(judge_agent, "judge(judge_agent)")
-    _runs.check_timeout(timeout, "judge")
+    _runs.check_timeout(options.get("timeout"), "judge")
+    each = RunOptions.of(**options)
+    _runs.check_agent(judge_agent, "judge(judge_agent)", each.model)
     items = _items(candidates, "judge")
     agent = _with_verdict_type(judge_agent)
     parts = [f"TASK:\n{task}"] if task else []
@@ -200,8 +199,7 @@ async def judge(
     parts.append(
         f"Choose the best of the {len(items)} candidates (numbered 0 to {len(items) - 1})."
     )
-    options = RunOptions(limits=limits, timeout=timeout)
-    result = await _runs.run_on_clock(agent, "\n\n".join(parts), options, t0=_runs.clock())
+    result = await _runs.run_on_clock(agent, "\n\n".join(parts), each, t0=_runs.clock())
     table = dict(items)
     if not result.ok:
         return Judgement(

@@ -7,18 +7,14 @@ result says which stage, why, and which stages never ran.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..models.settings import ModelSettings
 from ..runtime.agent import Agent
-from ..runtime.context import Limits
-from ..runtime.events import Event
-from ..runtime.hooks import Hooks
-from ..runtime.options import RunOptions
+from ..runtime.options import RunKeywords, RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
@@ -117,44 +113,27 @@ class ChainResult(PatternResult):
 async def chain(
     agents: Sequence[Agent] | Mapping[str, Agent],
     input: _runs.Input,
-    *,
-    limits: Limits | None = None,
-    timeout: float | None = None,
-    artifacts: dict[str, str] | None = None,
-    deps: Any = None,
-    model: ModelClient | str | None = None,
-    model_settings: ModelSettings | None = None,
-    hooks: Hooks | None = None,
-    on_event: Callable[[Event], None] | None = None,
+    **options: Unpack[RunKeywords],
 ) -> ChainResult:
     """Run ``agents`` in order: the first on ``input``, each next one on the previous output.
 
     Structured outputs are handed on as their JSON. ``timeout`` and ``limits`` apply to each
-    stage separately; ``artifacts`` are attached to every stage's run. ``model`` and
-    ``model_settings`` are as in `agentnb.run`, for every stage.
+    stage separately; ``artifacts`` are attached to every stage's run. The other options are
+    those of `agentnb.run` (`agentnb.RunOptions`), for every stage.
 
     ``hooks`` (an `agentnb.Hooks`) see every agent of every stage. ``on_event`` is called
     with every event of every stage as it happens, its ``part`` the stage's name, each stage
     ending with its `RunEnded`: the events ``agentnb.run_streamed(agentnb.chain, agents,
     input)`` yields, as a callback.
     """
-    stages = _stages(agents, model)
-    _runs.check_timeout(timeout, "chain")
-    options = RunOptions(
-        limits=limits,
-        timeout=timeout,
-        artifacts=artifacts,
-        deps=deps,
-        model=model,
-        model_settings=model_settings,
-        hooks=hooks,
-        on_event=on_event,
-    )
+    _runs.check_timeout(options.get("timeout"), "chain")
+    each = RunOptions.of(**options)
+    stages = _stages(agents, each.model)
     t0 = _runs.clock()
     results: dict[str, RunResult] = {}
     current: _runs.Input = input
     for name, agent in stages.items():
-        result = await _runs.run_on_clock(agent, current, _runs.for_part(options, name), t0=t0)
+        result = await _runs.run_on_clock(agent, current, _runs.for_part(each, name), t0=t0)
         results[name] = result
         if not result.ok:
             break

@@ -9,19 +9,15 @@ it does not cancel its siblings, and what they produced is kept.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import UserError
 from ..models import checks
 from ..models.base import ModelClient
-from ..models.settings import ModelSettings
 from ..runtime.agent import Agent
-from ..runtime.context import Limits
-from ..runtime.events import Event
-from ..runtime.hooks import Hooks
-from ..runtime.options import RunOptions
+from ..runtime.options import RunKeywords, RunOptions
 from ..runtime.result import RunResult
 from ..runtime.runner import execute
 from ..runtime.tools import to_text
@@ -115,15 +111,8 @@ async def parallel(
     agents: Mapping[str, Agent] | Sequence[Agent],
     input: _runs.Input | Mapping[str, _runs.Input],
     *,
-    timeout: float | None = None,
-    limits: Limits | None = None,
     max_concurrency: int | None = None,
-    artifacts: dict[str, str] | None = None,
-    deps: Any = None,
-    model: ModelClient | str | None = None,
-    model_settings: ModelSettings | None = None,
-    hooks: Hooks | None = None,
-    on_event: Callable[[Event], None] | None = None,
+    **options: Unpack[RunKeywords],
 ) -> FanOut:
     """Run every agent on ``input`` concurrently and collect each answer.
 
@@ -131,31 +120,23 @@ async def parallel(
     for every branch, or a mapping branch -> input. ``timeout`` is each branch's own limit, in
     seconds, counted from when the branch starts; ``limits`` apply to each branch separately.
     ``max_concurrency`` caps how many branches run at once (for rate-limited endpoints); the
-    others wait for a slot, and their timeout starts when they get one. ``model`` and
-    ``model_settings`` are as in `agentnb.run`, for every branch.
+    others wait for a slot, and their timeout starts when they get one. The other options are
+    those of `agentnb.run` (`agentnb.RunOptions`), for every branch.
 
     ``hooks`` (an `agentnb.Hooks`) see every agent of every branch. ``on_event`` is called
     with every event of every branch as it happens (`AgentStarted`, `TextDelta`, ...), its
     ``part`` the branch's name, each branch ending with its `RunEnded`: the events
     ``agentnb.run_streamed(agentnb.parallel, agents, input)`` yields, as a callback.
     """
-    branches = _branches(agents, model)
-    inputs = _inputs(input, branches)
+    timeout = options.get("timeout")
     _runs.check_timeout(timeout, "parallel")
     checks.positive_int(max_concurrency, "parallel(max_concurrency=...)")
-    options = RunOptions(
-        limits=limits,
-        timeout=timeout,
-        artifacts=artifacts,
-        deps=deps,
-        model=model,
-        model_settings=model_settings,
-        hooks=hooks,
-        on_event=on_event,
-    )
+    each = RunOptions.of(**options)
+    branches = _branches(agents, each.model)
+    inputs = _inputs(input, branches)
     t0 = _runs.clock()
     contexts = {  # every argument checked before any branch starts
-        name: _runs.prepare(agent, inputs[name], _runs.for_part(options, name), t0=t0)
+        name: _runs.prepare(agent, inputs[name], _runs.for_part(each, name), t0=t0)
         for name, agent in branches.items()
     }
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None

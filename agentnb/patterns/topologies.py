@@ -69,12 +69,13 @@ class Topology:
                     continue
                 if isinstance(item, BaseTool):
                     out.extend((agent.name, sub.name, "tool") for _, sub in item.sub_agents())
-            for h in agent.handoffs:
+            for h in agent.handoff_list():
                 out.append(
                     (agent.name, (h.target if isinstance(h, Handoff) else h).name, "handoff")
                 )
-            if agent.route is not None and hasattr(agent.route, "targets"):
-                out.extend((agent.name, t.name, "route") for t in agent.route.targets())
+            route = agent.routing()
+            if route is not None and hasattr(route, "targets"):
+                out.extend((agent.name, t.name, "route") for t in route.targets())
         return out
 
     def graph(self) -> Any:
@@ -96,7 +97,7 @@ def star(
     if not specialists:
         raise UserError("star() needs at least one specialist")
     handoffs = [Handoff(s, config=config or HandoffConfig()) for s in specialists]
-    hub = center.clone(handoffs=[*center.handoffs, *handoffs])
+    hub = center.clone(handoffs=[*center.handoff_list(), *handoffs])
     return Topology("star", [hub, *specialists])
 
 
@@ -141,7 +142,7 @@ def mesh(
         if via == "tools":
             clone.tools = [*original.tools, *(o.as_tool(**options) for o in others)]
         else:
-            clone.handoffs = [*original.handoffs, *(Handoff(o, **options) for o in others)]
+            clone.handoffs = [*original.handoff_list(), *(Handoff(o, **options) for o in others)]
         clone.tool_map()  # fail now on a name clash
     return Topology("mesh", clones)
 

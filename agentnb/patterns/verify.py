@@ -13,20 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
 from ..models import checks
-from ..models.base import ModelClient
-from ..models.settings import ModelSettings
 from ..models.types import Message
 from ..runtime.agent import Agent
-from ..runtime.context import Limits
-from ..runtime.events import Event
-from ..runtime.hooks import Hooks
-from ..runtime.options import RunOptions
+from ..runtime.options import RunKeywords, RunOptions
 from ..runtime.result import RunResult
 from ..runtime.tools import to_text
 from . import _runs
@@ -187,20 +182,15 @@ async def verify_loop(
     task: str,
     *,
     max_rounds: int = 2,
-    limits: Limits | None = None,
-    timeout: float | None = None,
     verifier_input: Callable[[str, str], str] = verifier_request,
-    model: ModelClient | str | None = None,
-    model_settings: ModelSettings | None = None,
-    hooks: Hooks | None = None,
-    on_event: Callable[[Event], None] | None = None,
+    **options: Unpack[RunKeywords],
 ) -> VerifyResult:
     """Draft, verify, rewrite — at most ``max_rounds`` drafts; see `VerifyResult`.
 
     The verifier answers with `Verification` unless its ``output_type`` is another model with
     ``outcome`` and ``problems`` fields. ``verifier_input(task, draft)`` builds its input.
     ``limits`` and ``timeout`` apply to each run (each draft, each check) separately;
-    ``model`` and ``model_settings`` are as in `agentnb.run`, for both agents.
+    the other options are those of `agentnb.run` (`agentnb.RunOptions`), for both agents.
 
     ``hooks`` (an `agentnb.Hooks`) see both agents in every round. ``on_event`` is called
     with every event of every run as it happens, its ``part`` the run's key in
@@ -208,9 +198,10 @@ async def verify_loop(
     with its `RunEnded`: the events ``agentnb.run_streamed(agentnb.verify_loop, writer,
     verifier, task)`` yields, as a callback.
     """
-    _runs.check_agent(writer, "verify_loop(writer)", model)
-    _runs.check_agent(verifier, "verify_loop(verifier)", model)
-    _runs.check_timeout(timeout, "verify_loop")
+    _runs.check_timeout(options.get("timeout"), "verify_loop")
+    each = RunOptions.of(**options)
+    _runs.check_agent(writer, "verify_loop(writer)", each.model)
+    _runs.check_agent(verifier, "verify_loop(verifier)", each.model)
     if not isinstance(task, str) or not task.strip():
         raise UserError("verify_loop(task) must be the task as non-empty text")
     checks.positive_int(max_rounds, "verify_loop(max_rounds=...)", optional=False)
@@ -218,25 +209,17 @@ async def verify_loop(
         verifier_input, "verify_loop(verifier_input=...)", what="a function (task, draft) -> str"
     )
     checker = _with_verification_type(verifier)
-    options = RunOptions(
-        limits=limits,
-        timeout=timeout,
-        model=model,
-        model_settings=model_settings,
-        hooks=hooks,
-        on_event=on_event,
-    )
     t0 = _runs.clock()
     rounds: list[Round] = []
     conversation: _runs.Input = task
     for n in range(1, max_rounds + 1):
-        writing = _runs.for_part(options, (n, "writer"))
+        writing = _runs.for_part(each, (n, "writer"))
         written = await _runs.run_on_clock(writer, conversation, writing, t0=t0)
         if not written.ok:
             rounds.append(Round(n, "", None, [], written))
             return VerifyResult(task, rounds, max_rounds, f"the writer {_runs.reason(written)}")
         draft = to_text(written.output)
-        checking = _runs.for_part(options, (n, "verifier"))
+        checking = _runs.for_part(each, (n, "verifier"))
         checked = await _runs.run_on_clock(checker, verifier_input(task, draft), checking, t0=t0)
         if not checked.ok:
             rounds.append(Round(n, draft, None, [], written, checked))

@@ -17,6 +17,7 @@ from .events import (
 from .handoffs import Handoff, HandoffConfig
 from .hooks import Hooks
 from .options import RunOptions
+from .outcome import ToolOutcome
 from .prompt import PromptSection, assemble_prompt
 from .result import RunResult
 from .runner import run
@@ -49,6 +50,7 @@ __all__ = [
     "ToolCallContext",
     "ToolCallEnded",
     "ToolCallStarted",
+    "ToolOutcome",
     "Transfer",
     "assemble_prompt",
     "main_thread_blocked",

@@ -22,13 +22,14 @@ import queue
 import threading
 from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 from ..errors import AgentnbError, UserError
 
 if TYPE_CHECKING:
     from ..models.types import Message
     from .agent import Agent
+    from .options import RunKeywords
     from .result import RunResult
 
 T = TypeVar("T")
@@ -68,7 +69,9 @@ def in_background_loop() -> bool:
 
 
 @overload
-def run_sync(target: Agent, input: str | list[Message], /, **options: Any) -> RunResult: ...
+def run_sync(
+    target: Agent, input: str | list[Message], /, **options: Unpack[RunKeywords]
+) -> RunResult: ...
 
 
 @overload

@@ -1,10 +1,17 @@
-"""`Agent`: configuration only. Running an agent is the runner's job."""
+"""`Agent`: configuration only. Running an agent is the runner's job.
+
+What is computed from an agent's fields (its tools by name, its output adapter, its guardrails
+as `Guardrail` objects, the client its model spec names) is kept in `_Derived`, beside the
+agent rather than in it: one typed record per live agent, in a `WeakKeyDictionary` that lets it
+go with its agent. A run never writes into an agent; its ``repr`` is the same before and after.
+"""
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack
 
 from ..errors import UserError
 from ..models import checks
@@ -14,16 +21,12 @@ from .guardrails import Guardrail, as_guardrails
 from .hooks import check_hooks
 from .output import OutputSpec, output_spec
 from .settings import ToolUseBehavior, check_behavior
-from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, function_tool
+from .tools import BaseTool, function_tool
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
-    from .agent_tool import AgentTool, NeedsApproval
-    from .context import RunContext
+    from .agent_tool import AgentTool, AsToolOptions
     from .hooks import Hooks
     from .prompt import PromptSection
-    from .result import RunResult
     from .state import AgentRun
 
 
@@ -100,33 +103,32 @@ class Agent:
             if not isinstance(items, (list, tuple)) and not hasattr(items, "apply"):
                 # a list (a HandoffRoute, with its ``apply``, may stand for the handoffs)
                 raise UserError(f"Agent({self.name!r}, {label}=...) must be a list, got {items!r}")
-        self.tools = list(self.tools)
-        self.handoffs = self._split_route(self.handoffs)
+        self._split_route()  # fail now on a route given twice or mixed with handoffs
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
         check_behavior(self.tool_use_behavior, self.name)
-        self.input_guardrails = as_guardrails(self.input_guardrails, "input_guardrails")
-        self.output_guardrails = as_guardrails(self.output_guardrails, "output_guardrails")
+        for stage in ("input", "output"):  # fail now on a guardrail that is not one
+            given = getattr(self, f"{stage}_guardrails")
+            if given or not isinstance(given, (list, tuple)):
+                self.guardrails(stage)
         if self.route is not None and not _is_route(self.route):
             raise checks.fail(
                 f"Agent({self.name!r}, route=...)", "a HandoffRoute or None", self.route
             )
-        if (
-            self.route is not None
-            and self.output_type is None
-            and hasattr(self.route, "output_type")
-        ):
-            self.output_type = self.route.output_type()  # a HandoffRoute: Respond | its intents
         self.output_adapter()  # fail now on an output type pydantic cannot handle
         if self.hooks is not None:
             check_hooks(self.hooks, f"Agent({self.name!r}, hooks=...)")
         self.tool_map()  # fail now on duplicate or unusable tools
 
-    def _split_route(self, handoffs: Any) -> list[Any]:
-        """``handoffs=HandoffRoute(...)`` is ``route=``: the route moves there."""
+    def _split_route(self) -> tuple[list[Any], Route | None]:
+        """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``
+        is the same as ``route=``."""
+        handoffs = self.handoffs
+        if not handoffs and isinstance(handoffs, (list, tuple)):  # most agents: nothing to split
+            return [], self.route
         items = [handoffs] if _is_route(handoffs) else list(handoffs)
         routes = [h for h in items if _is_route(h)]
         if not routes:
-            return items
+            return items, self.route
         if len(items) > 1:
             raise UserError(
                 f"Agent {self.name!r}: handoffs mixes a HandoffRoute with other handoffs; give "
@@ -138,19 +140,29 @@ class Agent:
                 f"Agent {self.name!r}: a HandoffRoute is given both as handoffs= and as route=; "
                 "give it once."
             )
-        self.route = routes[0]
-        return []
+        return [], routes[0]
+
+    def handoff_list(self) -> list[Any]:
+        """The agents (or `Handoff` objects) the model may transfer to: ``handoffs``, or none
+        when ``handoffs`` is a `HandoffRoute`."""
+        return self._split_route()[0]
+
+    def routing(self) -> Route | None:
+        """The `HandoffRoute` that routes this agent's answer in code (given as ``route=`` or
+        as ``handoffs=``), or None."""
+        return self._split_route()[1]
 
     # -- derived configuration, computed when needed (tools may be assigned after construction)
 
     def tool_map(self) -> dict[str, BaseTool]:
         """The tools by name, functions and agents converted; duplicate names are an error."""
-        cache_key = (tuple(map(id, self.tools)), tuple(map(id, self.handoffs)))  # every run asks
-        cached: tuple[Any, dict[str, BaseTool]] | None = self.__dict__.get("_tool_cache")
-        if cached is not None and cached[0] == cache_key:
-            return cached[1]
+        derived = _derived(self)
+        seen = derived.tools
+        handoffs = self.handoffs if isinstance(self.handoffs, (list, tuple)) else ()
+        if seen is not None and _same(seen[0], self.tools) and _same(seen[1], handoffs):
+            return seen[2]  # every run asks: the same tools as last time
         tools: dict[str, BaseTool] = {}
-        for item in [*self.tools, *(_handoff_tool(h) for h in self.handoffs)]:
+        for item in [*self.tools, *(_handoff_tool(h) for h in self.handoff_list())]:
             made = item.as_tool() if isinstance(item, Agent) else function_tool(item)
             if made.name in tools:
                 raise UserError(
@@ -158,8 +170,23 @@ class Agent:
                     "(tool(fn, name=...) or agent.as_tool(name=...))."
                 )
             tools[made.name] = made
-        self.__dict__["_tool_cache"] = (cache_key, tools)
+        derived.tools = (tuple(self.tools), tuple(handoffs), tools)
         return tools
+
+    def guardrails(self, stage: Literal["input", "output"]) -> tuple[Guardrail, ...]:
+        """The agent's input or output guardrails as `Guardrail` objects (plain functions
+        wrapped); a `UserError` for anything that is not one."""
+        derived = _derived(self)
+        given = self.input_guardrails if stage == "input" else self.output_guardrails
+        seen = derived.input_guardrails if stage == "input" else derived.output_guardrails
+        if seen is not None and seen[0] is given:
+            return seen[1]
+        made = as_guardrails(given, f"{stage}_guardrails")
+        if stage == "input":
+            derived.input_guardrails = (given, made)
+        else:
+            derived.output_guardrails = (given, made)
+        return made
 
     def system_prompt(self, context: Any = None) -> str:
         """The system prompt now (a synchronous callable only: the run loop uses
@@ -175,29 +202,23 @@ class Agent:
 
     def output_adapter(self) -> OutputSpec | None:
         """How the final answer is requested and validated (None: plain text)."""
-        cached: tuple[Any, OutputSpec | None] | None = self.__dict__.get("_output_cache")
-        if cached is not None and cached[0] is self.output_type:
-            return cached[1]
-        spec = output_spec(self.output_type)
-        self.__dict__["_output_cache"] = (self.output_type, spec)
+        derived = _derived(self)
+        seen = derived.output
+        if seen is not None and seen[:3] == (self.output_type, self.route, self.handoffs):
+            return seen[3]
+        answer = self.output_type
+        route = self.routing()
+        if answer is None and route is not None and hasattr(route, "output_type"):
+            answer = route.output_type()  # a HandoffRoute: Respond | its intents
+        spec = output_spec(answer)
+        derived.output = (self.output_type, self.route, self.handoffs, spec)
         return spec
 
     def as_tool(
         self,
         name: str | None = None,
         description: str | None = None,
-        *,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        max_tokens: int | None = None,
-        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-        input_schema: type[BaseModel] | None = None,
-        input_builder: Callable[[Any, RunContext], str] | None = None,
-        extractor: Callable[[RunResult], str] | None = None,
-        needs_approval: NeedsApproval = False,
-        input_guardrails: Sequence[Callable[..., Any]] | None = None,
-        output_guardrails: Sequence[Callable[..., Any]] | None = None,
-        propagate_guardrails: bool = False,
+        **options: Unpack[AsToolOptions],
     ) -> AgentTool:
         """This agent as a tool another agent can call, governed at the boundary.
 
@@ -209,27 +230,30 @@ class Agent:
             name: The tool's name (default: the agent's name in snake case).
             description: What the caller's model is told the tool does (default: the
                 agent's ``description``).
-            max_turns: The sub-agent's turn limit for calls through this tool (default: the
+            **options: The options below (`agentnb.runtime.agent_tool.AsToolOptions`).
+
+        Keyword Args:
+            max_turns (int | None): The sub-agent's turn limit for calls through this tool (default: the
                 agent's own ``max_turns``).
-            timeout: Seconds before the caller is told the sub-agent did not answer.
-            max_tokens: A token budget for each call, the sub-agent's own sub-agents included;
+            timeout (float | None): Seconds before the caller is told the sub-agent did not answer.
+            max_tokens (int | None): A token budget for each call, the sub-agent's own sub-agents included;
                 exhausting it ends that call, not the run.
-            max_result_chars: The longest answer handed back; a longer one is cut, with a note
+            max_result_chars (int | None): The longest answer handed back; a longer one is cut, with a note
                 saying so (default 20,000, as for function tools; None: no limit).
-            input_schema: A pydantic model for structured input instead of the default
+            input_schema (type[BaseModel] | None): A pydantic model for structured input instead of the default
                 ``{input, artifacts}``.
-            input_builder: ``fn(parsed, run_context) -> str``: the sub-agent's input from the
+            input_builder (Callable | None): ``fn(parsed, run_context) -> str``: the sub-agent's input from the
                 parsed ``input_schema`` object (default: the object as JSON).
-            extractor: ``fn(result) -> str``: what goes back to the caller from the sub-agent's
+            extractor (Callable | None): ``fn(result) -> str``: what goes back to the caller from the sub-agent's
                 `RunResult` (default: its output as text).
-            needs_approval: ``True`` to ask the run's approver before every call, or
+            needs_approval (bool | Callable): ``True`` to ask the run's approver before every call, or
                 ``fn(ctx, arguments) -> bool`` (or ``fn(pending) -> bool``) to decide per
                 call; see `agentnb.Approval`.
-            input_guardrails: Tool guardrails ``fn(ctx, tool_name, arguments)`` run before
+            input_guardrails (list | None): Tool guardrails ``fn(ctx, tool_name, arguments)`` run before
                 each call (see `agentnb.ToolGuardrail`).
-            output_guardrails: Tool guardrails ``fn(ctx, tool_name, arguments, result)`` run
+            output_guardrails (list | None): Tool guardrails ``fn(ctx, tool_name, arguments, result)`` run
                 on the answer before the caller reads it.
-            propagate_guardrails: A guardrail tripped inside the sub-agent ends the whole run
+            propagate_guardrails (bool): A guardrail tripped inside the sub-agent ends the whole run
                 instead of becoming ``ERROR: ...`` text for the caller.
 
         Raises:
@@ -237,22 +261,7 @@ class Agent:
         """
         from .agent_tool import AgentTool
 
-        return AgentTool.build(
-            self,
-            name=name,
-            description=description,
-            max_turns=max_turns,
-            timeout=timeout,
-            max_tokens=max_tokens,
-            max_result_chars=max_result_chars,
-            input_schema=input_schema,
-            input_builder=input_builder,
-            extractor=extractor,
-            needs_approval=needs_approval,
-            input_guardrails=input_guardrails,
-            output_guardrails=output_guardrails,
-            propagate_guardrails=propagate_guardrails,
-        )
+        return AgentTool.build(self, name, description, **options)
 
     def clone(self, **changes: Any) -> Agent:
         """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""
@@ -278,6 +287,60 @@ class Agent:
         if self.output_type is not None:
             parts.append(f"output_type={getattr(self.output_type, '__name__', self.output_type)}")
         return f"Agent({', '.join(parts)})"
+
+
+@dataclass(slots=True)
+class _Derived:
+    """What is computed from one agent's fields, each with the field value it was computed
+    from (a field may be reassigned after construction: then it is computed again)."""
+
+    tools: tuple[tuple[Any, ...], tuple[Any, ...], dict[str, BaseTool]] | None = None
+    output: tuple[Any, Any, Any, OutputSpec | None] | None = None
+    """The output adapter, with the output type, route and handoffs it was made from."""
+    input_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
+    output_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
+    model: tuple[str, ModelClient] | None = None
+    """The client made from the agent's model spec string, once (runs share it)."""
+
+
+_DERIVED: weakref.WeakKeyDictionary[Agent, _Derived] = weakref.WeakKeyDictionary()
+"""Each live agent's derived data; an entry goes when its agent is collected."""
+
+
+def _derived(agent: Agent) -> _Derived:
+    found = _DERIVED.get(agent)
+    if found is None:
+        found = _DERIVED[agent] = _Derived()
+    return found
+
+
+def _same(seen: tuple[Any, ...], items: Sequence[Any]) -> bool:
+    """Whether ``items`` holds the very objects ``seen`` held, in order."""
+    return len(seen) == len(items) and all(a is b for a, b in zip(seen, items))
+
+
+def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClient:
+    """The client ``agent`` runs with: its own (a spec string resolved once per agent, the
+    agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    model = agent.model
+    if isinstance(model, str):
+        derived = _derived(agent)
+        seen = derived.model
+        if seen is not None and seen[0] == model:
+            return seen[1]
+        from ..models.registry import model_from_spec
+
+        client: ModelClient = model_from_spec(model)
+        derived.model = (model, client)
+        return client
+    if model is None and default is not None:
+        return default
+    if model is None or not hasattr(model, "request"):
+        raise UserError(
+            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
+            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
+        )
+    return model
 
 
 def _handoff_tool(item: Any) -> BaseTool:

@@ -10,13 +10,12 @@ then the run's model-call budget (the only one that ends the run).
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypedDict, Union, Unpack
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from ..errors import (
     BudgetExceeded,
@@ -29,16 +28,23 @@ from ..errors import (
 from ..models import checks
 from ..models.types import Message
 from ..words import plural
-from .approval import check_approval, check_needs_approval
+from .approval import ask_approval, check_needs_approval
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
+from .outcome import ToolOutcome, ToolStatus, model_text
 from .result import RunResult
 from .runner import agent_loop
 from .state import AgentRun
 from .tool_context import ToolCallContext
 from .tool_guardrails import check_tool_guardrails
 from .tool_schema import clean_schema
-from .tools import DEFAULT_MAX_RESULT_CHARS, BaseTool, brief_errors, result_text, truncate
+from .tools import (
+    DEFAULT_MAX_RESULT_CHARS,
+    BaseTool,
+    clip_result,
+    truncate,
+    validate_arguments,
+)
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -51,25 +57,44 @@ class SubAgentInput(BaseModel):
     )
 
 
-# Written out by hand, not generated: this spec is resent on every turn of the caller, so
-# every character counts (see the cost tables in the README).
-_DEFAULT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "input": {"type": "string", "description": "The task."},
-        "artifacts": {
-            "type": "array",
-            "items": {"type": "string"},
-            "description": "Document handles to attach; never paste documents.",
-        },
-    },
-    "required": ["input"],
-}
+def _conventional_order(node: Any) -> Any:
+    """A schema with its keys in the order models are usually shown (``type`` first, the
+    description after the structure), so the default spec reads, and is sent, as it always was
+    (recordings match requests by their JSON text)."""
+    order = ("type", "properties", "items", "description", "required")
+    if isinstance(node, dict):
+        keys = sorted(node, key=lambda k: order.index(k) if k in order else len(order))
+        return {k: _conventional_order(node[k]) for k in keys}
+    return node
+
+
+_DEFAULT_SCHEMA = _conventional_order(clean_schema(SubAgentInput.model_json_schema()))
+"""The default ``{input, artifacts}`` parameters, generated from `SubAgentInput`."""
 
 
 NeedsApproval = Union[bool, Callable[..., Union[bool, Awaitable[bool]]]]  # noqa: UP007
 """``True`` (every call), ``False`` (none), or ``fn(ctx, arguments) -> bool`` (or, as before,
 ``fn(pending) -> bool``), sync or async."""
+
+
+class AsToolOptions(TypedDict, total=False):
+    """The keyword options of `Agent.as_tool` (each described there), for
+    ``**options: Unpack[AsToolOptions]``; the defaults are `AgentTool`'s."""
+
+    max_turns: int | None
+    timeout: float | None
+    max_tokens: int | None
+    max_result_chars: int | None
+    input_schema: type[BaseModel] | None
+    input_builder: Callable[[Any, RunContext], str] | None
+    extractor: Callable[[RunResult], str] | None
+    needs_approval: NeedsApproval
+    input_guardrails: Sequence[Callable[..., Any]] | None
+    output_guardrails: Sequence[Callable[..., Any]] | None
+    propagate_guardrails: bool
+
+
+AS_TOOL_KEYWORDS = frozenset(AsToolOptions.__annotations__)
 
 
 class _Admitted(NamedTuple):
@@ -79,7 +104,7 @@ class _Admitted(NamedTuple):
     path: str
 
 
-_FAILURES: tuple[tuple[type[BaseException], str, str], ...] = (
+_FAILURES: tuple[tuple[type[BaseException], ToolStatus, str], ...] = (
     (DeadlinePassed, "timeout", "{tool} did not answer within {timeout:g} s."),
     (BudgetExceeded, "error", "{tool} stopped: {error}"),
     (MaxTurnsExceeded, "error", "{tool} stopped after {turns} without a final answer."),
@@ -129,22 +154,26 @@ class AgentTool(BaseTool):
     def build(
         cls,
         agent: Agent,
-        *,
         name: str | None = None,
         description: str | None = None,
-        max_turns: int | None = None,
-        timeout: float | None = None,
-        max_tokens: int | None = None,
-        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-        input_schema: type[BaseModel] | None = None,
-        input_builder: Callable[[Any, RunContext], str] | None = None,
-        extractor: Callable[[RunResult], str] | None = None,
-        needs_approval: NeedsApproval = False,
-        input_guardrails: Sequence[Callable[..., Any]] | None = None,
-        output_guardrails: Sequence[Callable[..., Any]] | None = None,
-        propagate_guardrails: bool = False,
+        **options: Unpack[AsToolOptions],
     ) -> AgentTool:
         """Check the options (raises `UserError`) and make the tool; see `Agent.as_tool`."""
+        unknown = sorted(set(options) - AS_TOOL_KEYWORDS)
+        if unknown:
+            raise UserError(
+                f"Unknown as_tool option(s) {', '.join(unknown)}; as_tool takes name, "
+                f"description, {', '.join(sorted(AS_TOOL_KEYWORDS))}."
+            )
+        max_turns = options.get("max_turns")
+        timeout = options.get("timeout")
+        max_tokens = options.get("max_tokens")
+        max_result_chars = options.get("max_result_chars", DEFAULT_MAX_RESULT_CHARS)
+        input_schema = options.get("input_schema")
+        input_builder = options.get("input_builder")
+        extractor = options.get("extractor")
+        needs_approval = options.get("needs_approval", False)
+        propagate_guardrails = options.get("propagate_guardrails", False)
         checks.text(name, "as_tool(name=...)", optional=True)
         checks.text(description, "as_tool(description=...)", optional=True)
         tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
@@ -171,8 +200,10 @@ class AgentTool(BaseTool):
                 raise UserError(f"as_tool({label}=...) must be a function, got {fn!r}")
         check_needs_approval(needs_approval, "as_tool")
         guards = (
-            check_tool_guardrails(input_guardrails, "as_tool(input_guardrails=...)"),
-            check_tool_guardrails(output_guardrails, "as_tool(output_guardrails=...)"),
+            check_tool_guardrails(options.get("input_guardrails"), "as_tool(input_guardrails=...)"),
+            check_tool_guardrails(
+                options.get("output_guardrails"), "as_tool(output_guardrails=...)"
+            ),
         )
         if not isinstance(propagate_guardrails, bool):
             raise UserError(
@@ -205,26 +236,26 @@ class AgentTool(BaseTool):
         """The one agent this tool runs."""
         return ((None, self.agent),)
 
-    async def invoke(self, arguments: str, tcx: ToolCallContext) -> str:
+    async def invoke(self, arguments: dict[str, Any], tcx: ToolCallContext) -> ToolOutcome:
         """Admit the call, run the sub-agent, report to the caller (see the class docstring)."""
         admitted = await self.admit(arguments, tcx)
-        if isinstance(admitted, str):
+        if isinstance(admitted, ToolOutcome):
             return admitted
         state, failure = await self.run(admitted, tcx)
         return self.report(state, failure, tcx)
 
-    async def admit(self, arguments: str, tcx: ToolCallContext) -> _Admitted | str:
-        """Parse the arguments, run the guards and ask for approval. Returns what the sub-agent
-        runs on, or the text the caller gets instead (``tcx.status`` says why)."""
+    async def admit(
+        self, arguments: dict[str, Any], tcx: ToolCallContext
+    ) -> _Admitted | ToolOutcome:
+        """Validate the arguments, run the guards and ask for approval. Returns what the
+        sub-agent runs on, or how the call ended instead."""
         ctx, caller = tcx.run, tcx.caller
-        parsed = self._parse(arguments)
-        if isinstance(parsed, str):  # what was wrong with the arguments, for the caller
-            tcx.status = "error"
+        parsed = validate_arguments(self.input_schema or SubAgentInput, self.name, arguments)
+        if isinstance(parsed, ToolOutcome):  # what was wrong with the arguments, for the caller
             return parsed
         path = f"{caller.path}/{self.name}"
         refusal = self._guard(ctx, caller, path)
         if refusal is not None:
-            tcx.status = "refused"
             ctx.trace.log(
                 "guard",
                 depth=caller.depth,
@@ -232,26 +263,24 @@ class AgentTool(BaseTool):
                 agent=caller.agent.name,
                 target=self.agent.name,
                 tool=self.name,
-                reason=refusal,
+                reason=model_text(refusal),
             )
             return refusal
         try:
             text = self._input_text(parsed, ctx)
         except LookupError as exc:
-            tcx.status = "error"
-            return str(exc.args[0])
+            return ToolOutcome.error(str(exc.args[0]))
         if self.needs_approval:
-            verdict = await check_approval(self, parsed, text, tcx)
+            verdict = await ask_approval(self, parsed, text, tcx)
             if verdict is not None:
-                tcx.status = "refused"
-                return verdict
+                return ToolOutcome.rejected(verdict)
         return _Admitted(text, path)
 
     async def run(
         self, admitted: _Admitted, tcx: ToolCallContext
-    ) -> tuple[AgentRun, tuple[str, str] | None]:
+    ) -> tuple[AgentRun, ToolOutcome | None]:
         """Run the sub-agent under its own span, within this tool's limits. Returns its run and,
-        if it failed, ``(status, text for the caller)``; a failure that ends the run is raised."""
+        if it failed, the outcome its caller reads; a failure that ends the run is raised."""
         agent, ctx, caller = self.agent, tcx.run, tcx.caller
         trace, depth, path = ctx.trace, caller.depth + 1, admitted.path
         span = trace.start(
@@ -283,7 +312,7 @@ class AgentTool(BaseTool):
                 status = "error"
                 raise
             failure = self._failure(exc, state)
-            status = failure[0]
+            status = failure.status
         finally:
             _discard(ctx.active, state)
             trace.close_open_under(span, "cancelled" if status == "ok" else status)
@@ -295,20 +324,22 @@ class AgentTool(BaseTool):
                 agent=agent.name,
                 turns=state.turns,
                 status=status,
-                **({"error": failure[1]} if failure is not None else {}),
+                **({"error": model_text(failure)} if failure is not None else {}),
             )
         return state, failure
 
-    def report(self, state: AgentRun, failure: tuple[str, str] | None, tcx: ToolCallContext) -> str:
-        """The text the caller reads: the answer (or the extractor's), cut to
-        ``max_result_chars``; for a failure, what went wrong and the partial answer."""
+    def report(
+        self, state: AgentRun, failure: ToolOutcome | None, tcx: ToolCallContext
+    ) -> ToolOutcome:
+        """What the caller reads: the answer (or the extractor's), cut to ``max_result_chars``;
+        for a failure, what went wrong and the partial answer."""
         if failure is not None:
-            tcx.status, text = failure
             if state.last_text:
-                text += f" Partial result: {truncate(state.last_text, 500)}"
-            return text
+                partial = f" Partial result: {truncate(state.last_text, 500)}"
+                return ToolOutcome.error(failure.message + partial, status=failure.status)
+            return failure
         if self.extractor is None:
-            return result_text(state.output, self.max_result_chars)
+            return ToolOutcome.ok(clip_result(state.output, self.max_result_chars))
         result = RunResult(
             state.output,
             True,
@@ -320,9 +351,9 @@ class AgentTool(BaseTool):
             tcx.run,
             path=state.path,
         )
-        return truncate(self.extractor(result), self.max_result_chars)
+        return ToolOutcome.ok(truncate(self.extractor(result), self.max_result_chars))
 
-    def _failure(self, exc: BaseException, state: AgentRun) -> tuple[str, str]:
+    def _failure(self, exc: BaseException, state: AgentRun) -> ToolOutcome:
         for kind, status, template in _FAILURES:
             if isinstance(exc, kind):
                 text = template.format(
@@ -332,43 +363,24 @@ class AgentTool(BaseTool):
                     kind=type(exc).__name__,
                     error=exc,
                 )
-                return status, f"ERROR: {text}"
+                return ToolOutcome.error(text, status=status)
         raise AssertionError("the last row of _FAILURES matches every Exception")
 
-    def _parse(self, arguments: str) -> Any:
-        """The arguments as the input model, or the error to hand back (a str)."""
-        if self.input_schema is None:
-            # Pydantic reads the JSON text and validates it in one pass. For this schema (a str
-            # and a list of str) that accepts the same JSON as json.loads + model_validate and
-            # builds the same object (a test compares them); what it rejects takes the plain
-            # path, which words the error for the caller.
-            try:
-                return SubAgentInput.model_validate_json(arguments)
-            except ValidationError:
-                pass
-        return self._parse_plain(arguments)
-
-    def _parse_plain(self, arguments: str) -> Any:
-        try:
-            raw = json.loads(arguments) if arguments.strip() else {}
-            return (self.input_schema or SubAgentInput).model_validate(raw)
-        except json.JSONDecodeError as exc:
-            return f"Tool error: the arguments for {self.name} are not valid JSON ({exc.msg})."
-        except ValidationError as exc:
-            return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
-
-    def _guard(self, ctx: RunContext, caller: AgentRun, path: str) -> str | None:
+    def _guard(self, ctx: RunContext, caller: AgentRun, path: str) -> ToolOutcome | None:
+        """The depth and recursion guards: a refusal the caller can recover from, or None."""
         limits = ctx.limits
         if caller.depth >= limits.max_depth:
-            return (
-                f"ERROR: maximum depth reached ({limits.max_depth}) at {caller.path}: {self.name} was not called. "
-                "Answer with the data you have and say what is missing."
+            return ToolOutcome.error(
+                f"maximum depth reached ({limits.max_depth}) at {caller.path}: {self.name} was not called. "
+                "Answer with the data you have and say what is missing.",
+                status="refused",
             )
         for on_path in caller.lineage:  # by identity: two agents may be equal field by field
             if on_path is self.agent:
-                return (
-                    f"ERROR: {self.name} is already on the call path {caller.path}. "
-                    "Recursion is not allowed: conclude with the data you have."
+                return ToolOutcome.error(
+                    f"{self.name} is already on the call path {caller.path}. "
+                    "Recursion is not allowed: conclude with the data you have.",
+                    status="refused",
                 )
         budget = limits.max_model_calls
         if budget is not None and ctx.model_calls >= budget:
@@ -387,9 +399,7 @@ class AgentTool(BaseTool):
         for handle in parsed.artifacts:
             if handle not in ctx.artifacts:
                 known = ", ".join(ctx.artifacts) or "none"
-                raise LookupError(
-                    f"ERROR: unknown document handle {handle!r}. Known handles: {known}."
-                )
+                raise LookupError(f"unknown document handle {handle!r}. Known handles: {known}.")
             text += f"\n\n## Document: {handle}\n{ctx.artifacts[handle]}"
         return text
 

@@ -115,9 +115,7 @@ class ApprovalRecord:
     """The calling agent's path."""
 
 
-async def check_approval(
-    tool: AgentTool, parsed: Any, text: str, tcx: ToolCallContext
-) -> str | None:
+async def ask_approval(tool: AgentTool, parsed: Any, text: str, tcx: ToolCallContext) -> str | None:
     """Ask for approval of a call to the sub-agent ``tool`` if it needs one (see `decide`)."""
     ctx, caller = tcx.run, tcx.caller
     handles = list(getattr(parsed, "artifacts", None) or []) if tool.input_schema is None else []
@@ -134,7 +132,7 @@ async def check_approval(
     return await decide(tool.needs_approval, pending, parsed.model_dump(mode="json"), tcx)
 
 
-async def check_tool_approval(
+async def ask_tool_approval(
     tool: BaseTool, arguments: dict[str, Any], text: str, tcx: ToolCallContext
 ) -> str | None:
     """Ask for approval of a call to the function tool ``tool`` if it needs one (see `decide`)."""

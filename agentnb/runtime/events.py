@@ -23,7 +23,7 @@ from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, stream_of
 from ..models.types import ModelResponse, ToolCall
 from ._off_loop import off_loop
-from .transfer import Transfer
+from .outcome import OutcomeKind, ToolOutcome, model_text
 
 if TYPE_CHECKING:
     from ..models.base import ModelClient
@@ -79,11 +79,13 @@ class ToolCallStarted(Event):
 @dataclass(frozen=True, slots=True)
 class ToolCallEnded(Event):
     """A tool finished; ``result_text`` is what the model reads, ``ok`` False for a tool error,
-    a refusal or a sub-agent's failure."""
+    a refusal or a sub-agent's failure (``kind`` says which: see `agentnb.ToolOutcome`)."""
 
     name: str
     result_text: str
     ok: bool
+    kind: OutcomeKind = "ok"
+    """``ok``, ``error``, ``rejected`` or ``handed_off``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +194,12 @@ class RunEvents:
             await self._hooks("on_tool_start", ctx, state.agent, call.name, call.arguments)
 
     async def tool_ended(
-        self, ctx: RunContext, state: AgentRun, span: Span, call: ToolCall, result: Any, status: str
+        self, ctx: RunContext, state: AgentRun, span: Span, call: ToolCall, outcome: ToolOutcome
     ) -> None:
-        text = result.note if isinstance(result, Transfer) else str(result)
+        text = model_text(outcome)
         if self.sink is not None:
-            self.sink(ToolCallEnded(*_where(ctx, state, span), call.name, text, status == "ok"))
+            where = _where(ctx, state, span)
+            self.sink(ToolCallEnded(*where, call.name, text, outcome.succeeded, outcome.kind))
         if self.hooks:
             await self._hooks("on_tool_end", ctx, state.agent, call.name, text)
 

@@ -36,9 +36,10 @@ def _node(agent: Agent, ancestors: tuple[Agent, ...]) -> dict[str, Any]:
         else:
             tools.append(getattr(made, "name", getattr(made, "__name__", str(made))))
     handoffs = []
-    for h in agent.handoffs:
+    for h in agent.handoff_list():
         target = h.target if isinstance(h, Handoff) else h
         handoffs.append(_node(target, below))
-    if agent.route is not None and hasattr(agent.route, "targets"):
-        handoffs.extend({"routed": True, **_node(t, below)} for t in agent.route.targets())
+    route = agent.routing()
+    if route is not None and hasattr(route, "targets"):
+        handoffs.extend({"routed": True, **_node(t, below)} for t in route.targets())
     return {"agent": agent.name, "tools": tools, "delegates": delegates, "handoffs": handoffs}

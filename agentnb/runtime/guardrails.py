@@ -192,7 +192,7 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
         )
 
 
-async def check_all(
+async def run_guardrails(
     guards: Sequence[Guardrail], value: Any, state: AgentRun, ctx: RunContext, stage: str
 ) -> None:
     """Run ``guards`` together; the first tripwire (or error) stops the others."""
@@ -210,11 +210,11 @@ async def start_input_checks(
     value = _input_of(state.messages)
     blocking = [g for g in guards if g.blocking]
     if blocking:
-        await check_all(blocking, value, state, ctx, "input")
+        await run_guardrails(blocking, value, state, ctx, "input")
     concurrent = [g for g in guards if not g.blocking]
     if not concurrent:
         return None
-    return asyncio.create_task(check_all(concurrent, value, state, ctx, "input"))
+    return asyncio.create_task(run_guardrails(concurrent, value, state, ctx, "input"))
 
 
 async def first_call(

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from ..errors import UserError
 from ..models import checks
@@ -30,9 +30,10 @@ from ..models.types import Message
 from ..trace.sizes import message_size
 from ..trace.tokens import message_tokens, tokenizer
 from .handoff_filters import HistoryFilter, last_messages
+from .outcome import ToolOutcome
 from .tool_context import ToolCallContext
 from .tool_schema import clean_schema
-from .tools import BaseTool, brief_errors
+from .tools import BaseTool, validate_arguments
 from .transfer import Transfer
 
 if TYPE_CHECKING:
@@ -204,21 +205,18 @@ class HandoffTool(BaseTool):
 
     handoff: Handoff
 
-    async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
+    async def invoke(self, arguments: dict[str, Any], tcx: ToolCallContext) -> ToolOutcome:
         handoff = self.handoff
         ctx: RunContext = tcx.run
         caller: AgentRun = tcx.caller
         intent = None
         if handoff.input_type is not None:
-            try:
-                intent = handoff.input_type.model_validate_json(arguments.strip() or "{}")
-            except ValidationError as exc:
-                tcx.status = "error"
-                return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
+            intent = validate_arguments(handoff.input_type, self.name, arguments)
+            if isinstance(intent, ToolOutcome):
+                return intent
         holders = control_holders(ctx, caller)
         target = handoff.target
         if target.name in holders:
-            tcx.status = "refused"
             chain = " -> ".join(holders)
             ctx.trace.log(
                 "guard",
@@ -229,9 +227,10 @@ class HandoffTool(BaseTool):
                 tool=self.name,
                 reason="handoff cycle",
             )
-            return (
-                f"ERROR: {target.name} already had control in this run ({chain}); handing back "
-                "would make a cycle. Answer with what you have and say what is missing."
+            return ToolOutcome.error(
+                f"{target.name} already had control in this run ({chain}); handing back "
+                "would make a cycle. Answer with what you have and say what is missing.",
+                status="refused",
             )
         forwarded = handoff._forward(
             list(caller.messages), call_id=tcx.call_id, intent=intent, source=caller.agent.name
@@ -250,7 +249,7 @@ class HandoffTool(BaseTool):
             tokens_method=forwarded.tokens_method,
             intent=intent.model_dump(mode="json") if intent is not None else None,
         )
-        return Transfer(target, forwarded.messages, handoff.note)
+        return ToolOutcome.handed_off(Transfer(target, forwarded.messages, handoff.note))
 
     def __repr__(self) -> str:
         return f"HandoffTool({self.name!r})"

@@ -1,8 +1,10 @@
 """`RunOptions`: the keyword options of a run, checked once, carried as one value.
 
-`agentnb.run`, `run_sync` and the patterns take the same keywords; each builds one
-`RunOptions`, whose construction checks every option (a mistake raises `UserError` before
-anything starts), and hands it on to `start_context`.
+`agentnb.run`, `run_sync`, `run_streamed` and the patterns (`parallel`, `chain`,
+`verify_loop`, `judge`) take the same keywords, typed once as `RunKeywords`
+(``**options: Unpack[RunKeywords]``, so a type checker checks every caller); each builds one
+`RunOptions` with `RunOptions.of`, whose construction checks every option (a mistake raises
+`UserError` before anything starts), and hands it on to `start_context`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ..errors import UserError
 from ..models import checks
@@ -33,7 +35,8 @@ class RunOptions:
     artifacts: Mapping[str, str] | None = None
     """Documents the agents can hand to sub-agents by handle (``"input"`` is reserved)."""
     max_turns: int | None = None
-    """The root agent's turn limit (None: the agent's own ``max_turns``)."""
+    """The root agent's turn limit (None: the agent's own ``max_turns``); in a pattern, that of
+    each run's agent."""
     timeout: float | None = None
     """Wall-clock seconds for the run; a shortcut for ``Limits(timeout=...)``."""
     approver: Any = None
@@ -41,7 +44,8 @@ class RunOptions:
     deps: Any = None
     """Anything the tools need, reached as ``ctx.run.deps`` in a tool."""
     run_id: str | None = None
-    """The run's id (None: 12 random hex digits)."""
+    """The run's id (None: 12 random hex digits). A pattern gives it to every run it makes;
+    its tables tell the runs apart by their part column."""
     listeners: Sequence[Listener] = ()
     """Called as ``listener(event, span)`` when any span starts or ends (live widgets)."""
     model: ModelClient | str | None = None
@@ -118,6 +122,24 @@ class RunOptions:
         if self.timeout is None:
             return self.limits
         return replace(self.limits or Limits(), timeout=self.timeout)
+
+
+class RunKeywords(TypedDict, total=False):
+    """The keyword options of a run, for ``**options: Unpack[RunKeywords]``: each is described
+    on `RunOptions`, whose fields these are (a test keeps the two the same)."""
+
+    limits: Limits | None
+    artifacts: Mapping[str, str] | None
+    max_turns: int | None
+    timeout: float | None
+    approver: Any
+    deps: Any
+    run_id: str | None
+    listeners: Sequence[Listener]
+    model: ModelClient | str | None
+    model_settings: ModelSettings | None
+    hooks: Hooks | None
+    on_event: Callable[[Event], None] | None
 
 
 KEYWORDS = frozenset(f.name for f in fields(RunOptions))

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
 
@@ -27,22 +26,28 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.base import ModelClient
-from ..models.settings import ModelSettings, check_settings
+from ..models.settings import check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
-from ..trace.spans import Listener, Span
+from ..trace.spans import Span
 from ..words import plural
 from ._tasks import run_concurrently
-from .agent import Agent
-from .approval import Approver
-from .context import Limits, RunContext, TokenBudget
+from .agent import Agent, model_client
+from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
-from .events import Event, RunEvents, events_for, handed_off, run_ended, subscriber
-from .guardrails import Guardrail, check_all, first_call, start_input_checks
-from .hooks import Hooks
+from .events import RunEvents, events_for, handed_off, run_ended, subscriber
+from .guardrails import first_call, run_guardrails, start_input_checks
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
-from .options import RunOptions
+from .options import RunKeywords, RunOptions
+from .outcome import (
+    RUN_AGAIN,
+    NextStepFinalOutput,
+    NextStepHandoff,
+    NextStepRunAgain,
+    ToolOutcome,
+    model_text,
+)
 from .output import validation_errors
 from .prompt import section_sizes
 from .result import RunResult
@@ -50,26 +55,12 @@ from .settings import after_tool_calls, stopping_call, turn_settings
 from .state import AgentRun
 from .tool_context import ToolCallContext
 from .tool_guardrails import invoke_checked
-from .tools import BaseTool
+from .tools import BaseTool, read_arguments
 from .transfer import Transfer
 
 
 async def run(
-    agent: Agent,
-    input: str | list[Message],
-    *,
-    limits: Limits | None = None,
-    artifacts: dict[str, str] | None = None,
-    max_turns: int | None = None,
-    timeout: float | None = None,
-    approver: Approver | None = None,
-    deps: Any = None,
-    run_id: str | None = None,
-    listeners: Sequence[Listener] = (),
-    model: ModelClient | str | None = None,
-    model_settings: ModelSettings | None = None,
-    hooks: Hooks | None = None,
-    on_event: Callable[[Event], None] | None = None,
+    agent: Agent, input: str | list[Message], **options: Unpack[RunKeywords]
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -85,21 +76,7 @@ async def run(
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
     """
-    options = RunOptions(
-        limits=limits,
-        artifacts=artifacts,
-        max_turns=max_turns,
-        timeout=timeout,
-        approver=approver,
-        deps=deps,
-        run_id=run_id,
-        listeners=listeners,
-        model=model,
-        model_settings=model_settings,
-        hooks=hooks,
-        on_event=on_event,
-    )
-    return await execute(agent, input, start_context(agent, input, options))
+    return await execute(agent, input, start_context(agent, input, RunOptions.of(**options)))
 
 
 def start_context(
@@ -121,7 +98,7 @@ def start_context(
     if not isinstance(options, RunOptions):
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)
-    resolve_model(agent, default)
+    model_client(agent, default)  # a UserError now for an agent without a usable model
     ctx = RunContext.create(options, t0=t0)
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
@@ -268,24 +245,6 @@ def _default_model(model: ModelClient | str | None) -> ModelClient | None:
     return cast(ModelClient, model)
 
 
-def resolve_model(agent: Agent, default: ModelClient | None = None) -> ModelClient:
-    """The agent's model client (a spec string resolved once); ``default`` when it has none."""
-    model = agent.model
-    if isinstance(model, str):
-        from ..models.registry import model_from_spec
-
-        model = model_from_spec(model)
-        agent.model = model
-    if model is None and default is not None:
-        return default
-    if model is None or not hasattr(model, "request"):
-        raise UserError(
-            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
-            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
-        )
-    return model
-
-
 REASK_PREFIX = "Your answer could not be read as"
 """How a re-ask for a structured answer starts (the message is marked ``generated``)."""
 
@@ -293,44 +252,48 @@ REASK_PREFIX = "Your answer could not be read as"
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     """Run ``state.agent`` until it answers; follow handoffs. Returns the final output."""
     while True:
-        outcome = await _turns(state, ctx, max_turns)
-        if not isinstance(outcome, Transfer):
-            state.output = outcome
+        step = await _turns(state, ctx, max_turns)
+        if isinstance(step, NextStepFinalOutput):
+            state.output = step.output
             if state.events is not None:
-                await state.events.agent_ended(ctx, state, outcome)
-            return outcome
+                await state.events.agent_ended(ctx, state, step.output)
+            return step.output
+        transfer = step.transfer
         source = state.agent
-        ctx.trace.end(state.span, "ok", handed_to=outcome.target.name)
-        await handed_off(ctx, state, source, outcome.target)
-        state.handoffs.append(outcome.target.name)
-        state.agent = outcome.target
-        state.messages[:] = outcome.messages
+        ctx.trace.end(state.span, "ok", handed_to=transfer.target.name)
+        await handed_off(ctx, state, source, transfer.target)
+        state.handoffs.append(transfer.target.name)
+        state.agent = transfer.target
+        state.messages[:] = transfer.messages
         state.tally.reset()
-        state.lineage = (*state.lineage[:-1], outcome.target)
+        state.lineage = (*state.lineage[:-1], transfer.target)
         parent = next((s for s in ctx.trace.spans if s.span_id == state.span.parent_id), None)
         state.span = ctx.trace.start(
             "agent",
-            outcome.target.name,
+            transfer.target.name,
             parent,
-            agent=outcome.target.name,
+            agent=transfer.target.name,
             path=state.path,
             depth=state.depth,
-            routing=outcome.routing,
+            routing=transfer.routing,
         )
         ctx.trace.log(
             "handoff",
             depth=state.depth,
             path=state.path,
-            agent=outcome.target.name,
+            agent=transfer.target.name,
             source=source.name,
-            routing=outcome.routing,
+            routing=transfer.routing,
         )
-        max_turns = outcome.target.max_turns
+        max_turns = transfer.target.max_turns
 
 
-async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+async def _turns(
+    state: AgentRun, ctx: RunContext, max_turns: int
+) -> NextStepFinalOutput | NextStepHandoff:
+    """The agent's turns until it answers or hands off."""
     agent = state.agent
-    model = resolve_model(agent, ctx.default_model)
+    model = model_client(agent, ctx.default_model)
     tools = agent.tool_map()
     specs = [t.spec for t in tools.values()]
     structured = agent.output_adapter()
@@ -351,8 +314,8 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     state.events = events = events_for(ctx, agent)  # a stream, hooks: None when nobody watches
     if events is not None:
         await events.agent_started(ctx, state)
-    checks = (
-        await start_input_checks(cast("Sequence[Guardrail]", agent.input_guardrails), state, ctx)
+    input_checks = (
+        await start_input_checks(agent.guardrails("input"), state, ctx)
         if agent.input_guardrails
         else None
     )
@@ -361,11 +324,11 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         request = ModelRequest(
             system, list(state.messages), specs, schema, agent.name, settings=settings
         )
-        if checks is None:
+        if input_checks is None:
             response = await call_model(model, request, state, ctx, turn)
         else:  # input guardrails still running: a tripwire cancels this first call
-            response = await first_call(call_model(model, request, state, ctx, turn), checks)
-            checks = None
+            response = await first_call(call_model(model, request, state, ctx, turn), input_checks)
+            input_checks = None
         if response.tool_calls:
             calls = [
                 c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
@@ -374,9 +337,9 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             state.messages.append(Message.assistant(response.text, tuple(calls)))
             if response.text:  # what it said so far: the partial result if a limit cuts it
                 state.last_text = response.text
-            transfer = await _run_tools(calls, tools, state, ctx, turn)
-            if transfer is not None:
-                return transfer
+            step = await _run_tools(calls, tools, state, ctx, turn)
+            if isinstance(step, NextStepHandoff):
+                return step
             if agent.tool_use_behavior != "run_llm_again":
                 stop = stopping_call(agent.tool_use_behavior, calls)
                 if stop is not None:  # the tool's result is the answer: no further model call
@@ -406,10 +369,11 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
                 )
                 state.messages.append(Message("user", reask, generated=True))
                 continue
-        if agent.route is not None:
-            routed = agent.route.apply(output, state)
+        route = agent.routing()
+        if route is not None:
+            routed = route.apply(output, state)
             if isinstance(routed, Transfer):
-                return routed
+                return NextStepHandoff(routed)
             output = routed
         return await _finish_agent(output, state, ctx, turn)
     raise MaxTurnsExceeded(
@@ -418,19 +382,21 @@ async def _turns(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     )
 
 
-async def _finish_agent(output: Any, state: AgentRun, ctx: RunContext, turn: int) -> Any:
+async def _finish_agent(
+    output: Any, state: AgentRun, ctx: RunContext, turn: int
+) -> NextStepFinalOutput:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
     if state.agent.output_guardrails:
-        guards = cast("Sequence[Guardrail]", state.agent.output_guardrails)  # made so by Agent
-        await check_all(guards, output, state, ctx, "output")
+        await run_guardrails(state.agent.guardrails("output"), output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
-    return output
+    return NextStepFinalOutput(output)
 
 
 def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: RunContext) -> None:
     """Raise `ToolFailed` when the call whose result was to end the run failed (its span's
-    status is ``error``): a tool error is never given as the answer of a run that succeeded."""
+    status is ``error`` or ``timeout``): a tool error is never the answer of a run that
+    succeeded."""
     span = next(
         (
             s
@@ -439,7 +405,7 @@ def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: R
         ),
         None,
     )
-    if span is None or span.status != "error":
+    if span is None or span.status not in ("error", "timeout"):
         return
     behavior = state.agent.tool_use_behavior
     raise ToolFailed(
@@ -570,23 +536,24 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 
 async def _run_tools(
     calls: list[ToolCall], tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
-) -> Transfer | None:
+) -> NextStepHandoff | NextStepRunAgain:
+    """Run a turn's tool calls (concurrently when there are several) and add their results to
+    the history; the first handoff among them, if any, is the next step."""
     if len(calls) == 1:
-        results = [await _run_tool(calls[0], tools, state, ctx, turn)]
+        outcomes = [await _run_tool(calls[0], tools, state, ctx, turn)]
     else:
-        results = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
-    transfer = None
-    for call, result in zip(calls, results):
-        if isinstance(result, Transfer):
-            transfer = transfer or result
-            result = result.note
-        state.messages.append(Message.tool(call, result))
-    return transfer
+        outcomes = await run_concurrently([_run_tool(c, tools, state, ctx, turn) for c in calls])
+    handoff: Transfer | None = None
+    for call, outcome in zip(calls, outcomes):
+        if handoff is None and outcome.transfer is not None:
+            handoff = outcome.transfer
+        state.messages.append(Message.tool(call, model_text(outcome)))
+    return RUN_AGAIN if handoff is None else NextStepHandoff(handoff)
 
 
 async def _run_tool(
     call: ToolCall, tools: dict[str, BaseTool], state: AgentRun, ctx: RunContext, turn: int
-) -> Any:
+) -> ToolOutcome:
     trace = ctx.trace
     span = trace.start(
         "tool_call",
@@ -603,26 +570,27 @@ async def _run_tool(
     if events is not None:
         await events.tool_started(ctx, state, span, call)
     tool = tools.get(call.name)
-    tcx = ToolCallContext(ctx, span, call.id, state)
     with trace.ends_on_failure(span):
         if tool is None:
             known = ", ".join(tools) or "none"
-            result: Any = (
-                f"Tool error: there is no tool named {call.name!r}. Available tools: {known}."
+            outcome = ToolOutcome.error(
+                f"there is no tool named {call.name!r}. Available tools: {known}."
             )
-            tcx.status = "error"
         else:
-            result = await (
-                invoke_checked(tool, call.arguments, tcx)
-                if tool.checked
-                else tool.invoke(call.arguments, tcx)
-            )
-    if isinstance(result, str):
-        if tcx.status == "ok" and result.startswith("Tool error"):
-            tcx.status = "error"
-        trace.end(span, tcx.status, result_chars=len(result))
+            arguments = read_arguments(tool.name, call.arguments)
+            if isinstance(arguments, ToolOutcome):  # not a JSON object: the model is told
+                outcome = arguments
+            else:
+                tcx = ToolCallContext(ctx, span, call.id, state, call.arguments)
+                outcome = await (
+                    invoke_checked(tool, arguments, tcx)
+                    if tool.checked
+                    else tool.invoke(arguments, tcx)
+                )
+    if outcome.kind == "handed_off":
+        trace.end(span, outcome.status)
     else:
-        trace.end(span, tcx.status)
+        trace.end(span, outcome.status, result_chars=len(model_text(outcome)))
     if events is not None:
-        await events.tool_ended(ctx, state, span, call, result, tcx.status)
-    return result
+        await events.tool_ended(ctx, state, span, call, outcome)
+    return outcome

@@ -19,7 +19,7 @@ import queue
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, TypeVar, Unpack, cast, overload
 
 from ..errors import RunCancelled, UserError
 from ..models.types import Message, Usage
@@ -27,7 +27,7 @@ from ._loop import background_loop, blocking, in_background_loop, take
 from .agent import Agent
 from .context import RunContext
 from .events import Event, RunEnded, RunEvents, Sink, being_cancelled, run_ended
-from .options import RunOptions
+from .options import RunKeywords, RunOptions
 from .result import RunResult
 from .runner import build_result, execute, start_context
 
@@ -36,7 +36,7 @@ T = TypeVar("T")
 
 @overload
 def run_streamed(
-    agent: Agent, input: str | list[Message], /, **options: Any
+    agent: Agent, input: str | list[Message], /, **options: Unpack[RunKeywords]
 ) -> RunStream[RunResult]: ...
 
 

@@ -9,7 +9,6 @@ trace rows and its own path (``coordinator/legal``): the team only routes the ca
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..models import checks
 from .agent_tool import AgentTool
+from .outcome import ToolOutcome
 from .tool_context import ToolCallContext
 from .tool_guardrails import invoke_checked
 from .tools import BaseTool
@@ -43,23 +43,14 @@ class TeamTool(BaseTool):
                 return item
         return None
 
-    async def invoke(self, arguments: str, tcx: ToolCallContext) -> Any:
-        """Route the call to the member it names; what the member returns goes back as is."""
-        try:
-            raw = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            tcx.status = "error"
-            return f"Tool error: the arguments for {self.name} are not valid JSON ({exc.msg})."
-        if not isinstance(raw, dict):
-            tcx.status = "error"
-            return f"Tool error: the arguments for {self.name} must be a JSON object."
-        name = raw.pop("member", None)
+    async def invoke(self, arguments: dict[str, Any], tcx: ToolCallContext) -> ToolOutcome:
+        """Route the call to the member it names; how the member's call ends is the outcome."""
+        member_arguments = dict(arguments)
+        name = member_arguments.pop("member", None)
         target = self.member(name) if isinstance(name, str) else None
         if target is None:
-            tcx.status = "error"
             names = ", ".join(m.name for m in self.members)
-            return f"Tool error: {self.name} has no member {name!r}. Members: {names}."
-        member_arguments = json.dumps(raw, ensure_ascii=False)
+            return ToolOutcome.error(f"{self.name} has no member {name!r}. Members: {names}.")
         if target.checked:  # the member's own tool guardrails
             return await invoke_checked(target, member_arguments, tcx)
         return await target.invoke(member_arguments, tcx)

@@ -23,5 +23,5 @@ class ToolCallContext:
     call_id: str
     caller: AgentRun
     """The calling agent's `AgentRun`: its history, depth and path."""
-    status: str = "ok"
-    """A tool may set this (``error``, ``timeout``, ``refused``) for the trace."""
+    arguments: str = ""
+    """The model's arguments as it sent them (JSON text)."""

@@ -7,12 +7,12 @@ returns a `ToolGuardrail`: ``allow()``, ``reject(message)`` (the model reads the
 tool's result: the tool does not run, or its result is replaced) or ``stop(message)`` (the run
 ends with `GuardrailTripped`). Each check is a ``guardrail`` span under the tool call's span.
 
-A tool with none of these goes straight to `Tool.invoke`: the run loop asks `Tool.checked`.
+A tool with none of these goes straight to `BaseTool.invoke`: the run loop asks
+`BaseTool.checked`. A rejection is a `ToolOutcome` of kind ``rejected``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Union
@@ -20,6 +20,7 @@ from typing import Any, Literal, Union
 from ..errors import GuardrailTripped, UserError
 from ..models import checks
 from ._off_loop import off_loop
+from .outcome import ToolOutcome, model_text
 from .tool_context import ToolCallContext
 from .tools import BaseTool
 
@@ -64,41 +65,31 @@ def check_tool_guardrails(items: Any, where: str) -> tuple[ToolGuardrailFunction
     return tuple(items)
 
 
-async def invoke_checked(tool: BaseTool, arguments: str, tcx: ToolCallContext) -> Any:
-    """`Tool.invoke` with the tool's guardrails and approval around it."""
-    args = _arguments(arguments)
-    if args is not None:  # arguments that are no JSON object: invoke() words the error
-        for fn in tool.input_guardrails:
-            verdict = await _verdict(fn, (tcx.run, tool.name, args), tool, tcx, "tool_input")
-            if verdict is not None:
-                tcx.status = "refused"
-                return verdict
-        if tool.needs_approval and tool.approval_here:
-            from .approval import check_tool_approval
+async def invoke_checked(
+    tool: BaseTool, arguments: dict[str, Any], tcx: ToolCallContext
+) -> ToolOutcome:
+    """`BaseTool.invoke` with the tool's guardrails and approval around it. The guardrails
+    receive the arguments the tool receives (read once by the run loop)."""
+    for fn in tool.input_guardrails:
+        verdict = await _verdict(fn, (tcx.run, tool.name, arguments), tool, tcx, "tool_input")
+        if verdict is not None:
+            return ToolOutcome.rejected(verdict)
+    if tool.needs_approval and tool.approval_here:
+        from .approval import ask_tool_approval
 
-            refusal = await check_tool_approval(tool, args, arguments, tcx)
-            if refusal is not None:
-                tcx.status = "refused"
-                return refusal
-    result = await tool.invoke(arguments, tcx)
-    if isinstance(result, str) and tool.output_guardrails:
-        given = args if args is not None else {}
+        refusal = await ask_tool_approval(tool, arguments, tcx.arguments, tcx)
+        if refusal is not None:
+            return ToolOutcome.rejected(refusal)
+    outcome = await tool.invoke(arguments, tcx)
+    if outcome.kind != "handed_off":
+        result = model_text(outcome)
         for fn in tool.output_guardrails:
             verdict = await _verdict(
-                fn, (tcx.run, tool.name, given, result), tool, tcx, "tool_output"
+                fn, (tcx.run, tool.name, arguments, result), tool, tcx, "tool_output"
             )
             if verdict is not None:
-                tcx.status = "refused"
-                return verdict
-    return result
-
-
-def _arguments(arguments: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+                return ToolOutcome.rejected(verdict)
+    return outcome
 
 
 async def _verdict(

@@ -14,18 +14,6 @@ from pydantic import BaseModel, ConfigDict, create_model
 from ..errors import UserError
 from .tool_context import ToolCallContext
 
-JSON_SAFE_TYPES = (str, int, bool)
-
-
-def json_safe(model: type[BaseModel]) -> bool:
-    """Whether validating ``model`` from JSON text gives what validating ``json.loads`` of it
-    gives: true when every field is a plain str, int or bool. Not for float (a 400-digit number
-    becomes inf from JSON text but is an error from a Python int), nor for richer types."""
-    return all(
-        f.annotation in JSON_SAFE_TYPES and not f.metadata
-        for f in model.__pydantic_fields__.values()
-    )
-
 
 def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """A docstring's first paragraph, and each parameter's description from its Google-,

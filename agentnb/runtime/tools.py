@@ -1,7 +1,9 @@
 """Function tools: a Python function becomes a tool whose JSON schema comes from its signature.
 
 Errors never escape a tool call: a tool that raises, an unknown tool name, arguments that are
-not JSON or do not fit the schema all go back to the model as text, and the run goes on.
+not JSON or do not fit the schema all end in a `ToolOutcome` of kind ``error``, which the model
+reads as text, and the run goes on. The model's JSON arguments are read once per call
+(`read_arguments`, by the run loop); tool guardrails and the tool share that dict.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
+from pydantic_core import from_json
 
 from ..errors import UserError
 from ..models import checks
 from ..models.types import ToolSpec
+from .outcome import ToolOutcome
 from .tool_context import ToolCallContext
-from .tool_schema import arguments_model, clean_schema, json_safe, parse_docstring
+from .tool_schema import arguments_model, clean_schema, parse_docstring
 from .transfer import Transfer
 
 if TYPE_CHECKING:
@@ -45,7 +49,7 @@ class BaseTool(ABC):
     input_guardrails: tuple[Callable[..., Any], ...] = field(default=(), kw_only=True)
     """``fn(ctx, tool_name, arguments) -> ToolGuardrail``: see `agentnb.runtime.tool_guardrails`."""
     output_guardrails: tuple[Callable[..., Any], ...] = field(default=(), kw_only=True)
-    """``fn(ctx, tool_name, arguments, result_text) -> ToolGuardrail``."""
+    """``fn(ctx, tool_name, arguments, clip_result) -> ToolGuardrail``."""
     needs_approval: Any = field(default=False, kw_only=True)
     """``True`` or ``fn(ctx, arguments) -> bool`` (sync or async): ask the run's approver first."""
     _spec: ToolSpec | None = field(default=None, init=False, repr=False, compare=False)
@@ -77,9 +81,9 @@ class BaseTool(ABC):
         return ()
 
     @abstractmethod
-    async def invoke(self, arguments: str, ctx: ToolCallContext) -> Any:
-        """Run the tool on the model's raw JSON arguments; returns the text for the model (or
-        a `Transfer` for a handoff)."""
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutcome:
+        """Run the tool on the model's arguments (read from its JSON by `read_arguments`; the
+        raw text is ``ctx.arguments``) and say how the call ended."""
 
 
 @dataclass(eq=False)
@@ -92,57 +96,25 @@ class Tool(BaseTool):
     """The longest result handed back to the model; longer ones are cut, with a note."""
     context_param: str | None = None
     """The parameter that receives the `ToolCallContext`, if the function asks for it."""
-    _json_args: type[BaseModel] | None = field(default=None, repr=False)
-    """An ``args_model`` that may validate the model's JSON text directly (see `_from_json`):
-    set by `function_tool` when every parameter is a str, int or bool."""
     _async: tuple[Callable[..., Any], bool] | None = field(default=None, repr=False)
     """``(fn, inspect.iscoroutinefunction(fn))``, asked once per function, not once per call."""
 
-    async def invoke(self, arguments: str, ctx: ToolCallContext) -> Any:
-        """Run the tool on the model's raw JSON arguments; every failure becomes text."""
-        fast = self._json_args is not None and self.args_model is self._json_args
-        kwargs = self._from_json(arguments) if fast else None
-        if kwargs is None:
-            parsed = self._parse(arguments)
-            if isinstance(parsed, str):  # what was wrong with the arguments, for the model
-                return parsed
-            kwargs = parsed
+    async def invoke(self, arguments: dict[str, Any], ctx: ToolCallContext) -> ToolOutcome:
+        """Validate the arguments against the signature and run the function."""
+        if self.args_model is None:
+            kwargs = dict(arguments)
+        else:
+            validated = validate_arguments(self.args_model, self.name, arguments)
+            if isinstance(validated, ToolOutcome):
+                return validated
+            # __pydantic_fields__ is what model_fields returns, without its descriptor's cost
+            kwargs = {k: getattr(validated, k) for k in type(validated).__pydantic_fields__}
         if self.context_param:
             kwargs[self.context_param] = ctx
         return await self.call(kwargs)
 
-    def _from_json(self, arguments: str) -> dict[str, Any] | None:
-        """The keyword arguments read from the JSON text by pydantic in one pass (`_parse` decodes
-        then validates). For str, int and bool parameters the two accept the same JSON and give
-        the same values (a test compares them); None sends the call down `_parse`, which words
-        the error for the model."""
-        model = self._json_args
-        assert model is not None
-        try:
-            validated = model.model_validate_json(arguments)
-        except ValidationError:
-            return None
-        return {k: getattr(validated, k) for k in model.__pydantic_fields__}
-
-    def _parse(self, arguments: str) -> dict[str, Any] | str:
-        """The keyword arguments for the function, or the error to hand back (a str)."""
-        try:
-            parsed = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return f"Tool error: the arguments for {self.name} are not valid JSON ({exc.msg}). Send a JSON object."
-        if not isinstance(parsed, dict):
-            return f"Tool error: the arguments for {self.name} must be a JSON object, got {type(parsed).__name__}."
-        if self.args_model is None:
-            return parsed
-        try:
-            validated = self.args_model.model_validate(parsed)
-        except ValidationError as exc:
-            return f"Tool error: invalid arguments for {self.name}: {brief_errors(exc)}. Fix them and call again."
-        # __pydantic_fields__ is what model_fields returns, without its descriptor's cost
-        return {k: getattr(validated, k) for k in type(validated).__pydantic_fields__}
-
-    async def call(self, kwargs: dict[str, Any]) -> Any:
-        """Run the function; an exception becomes "Tool error: ..." text."""
+    async def call(self, kwargs: dict[str, Any]) -> ToolOutcome:
+        """Run the function; an exception becomes an ``error`` outcome the model reads."""
         known = self._async
         if known is None or known[0] is not self.fn:
             known = self._async = (self.fn, inspect.iscoroutinefunction(self.fn))
@@ -158,10 +130,10 @@ class Tool(BaseTool):
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the model gets the error and may recover
-            return f"Tool error: {type(exc).__name__}: {exc}"
+            return ToolOutcome.error(f"{self.name} failed: {type(exc).__name__}: {exc}")
         if isinstance(value, Transfer):
-            return value
-        return result_text(value, self.max_result_chars)
+            return ToolOutcome.handed_off(value)
+        return ToolOutcome.ok(clip_result(value, self.max_result_chars))
 
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
@@ -196,7 +168,7 @@ def to_text(value: Any) -> str:
         return str(value)
 
 
-def result_text(value: Any, limit: int | None) -> str:
+def clip_result(value: Any, limit: int | None) -> str:
     """``truncate(to_text(value), limit)``: what goes back to the model. A text that fits is
     returned as it is."""
     if isinstance(value, str) and (limit is None or len(value) <= limit):
@@ -211,6 +183,33 @@ def truncate(text: str, limit: int | None) -> str:
     return f"{text[:limit]}\n[truncated: {len(text) - limit} of {len(text)} characters cut; the limit is {limit}]"
 
 
+def read_arguments(tool_name: str, text: str) -> dict[str, Any] | ToolOutcome:
+    """The model's JSON arguments for a call as a dict (empty text: no arguments), or the
+    error outcome that tells the model what was wrong with them. Read once per call."""
+    try:  # pydantic's parser: what json.loads accepts, several times faster on short texts
+        value = from_json(text) if text.strip() else {}
+    except ValueError as exc:
+        return ToolOutcome.error(
+            f"the arguments for {tool_name} are not valid JSON ({exc}). Send a JSON object."
+        )
+    if not isinstance(value, dict):
+        return ToolOutcome.error(
+            f"the arguments for {tool_name} must be a JSON object, got {type(value).__name__}."
+        )
+    return value
+
+
+def validate_arguments(model: type[BaseModel], tool_name: str, arguments: dict[str, Any]) -> Any:
+    """``arguments`` as an instance of ``model``, or the error outcome for the model (a
+    `ToolOutcome`). Every kind of tool validates its arguments here."""
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        return ToolOutcome.error(
+            f"invalid arguments for {tool_name}: {brief_errors(exc)}. Fix them and call again."
+        )
+
+
 def brief_errors(exc: ValidationError) -> str:
     """The first few errors of a validation as one line (``field: message; ...``), for the
     text a tool call with bad arguments gets back."""
@@ -221,15 +220,25 @@ def brief_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class ToolOptions(TypedDict, total=False):
+    """The keyword options of `tool` and `function_tool` (each described on `tool`), for
+    ``**options: Unpack[ToolOptions]``."""
+
+    max_result_chars: int | None
+    needs_approval: Any
+    input_guardrails: Sequence[Callable[..., Any]] | None
+    output_guardrails: Sequence[Callable[..., Any]] | None
+
+
+TOOL_KEYWORDS = frozenset(ToolOptions.__annotations__)
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
-    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-    needs_approval: Any = False,
-    input_guardrails: Sequence[Callable[..., Any]] | None = None,
-    output_guardrails: Sequence[Callable[..., Any]] | None = None,
+    **options: Unpack[ToolOptions],
 ) -> Any:
     """Make a tool of a sync or async function: ``@tool`` or ``@tool(name=..., ...)``.
 
@@ -243,15 +252,7 @@ def tool(
     """
 
     def build(f: Callable[..., Any]) -> BaseTool:
-        return function_tool(
-            f,
-            name=name,
-            description=description,
-            max_result_chars=max_result_chars,
-            needs_approval=needs_approval,
-            input_guardrails=input_guardrails,
-            output_guardrails=output_guardrails,
-        )
+        return function_tool(f, name=name, description=description, **options)
 
     return build(fn) if fn is not None else build
 
@@ -261,14 +262,19 @@ def function_tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
-    needs_approval: Any = False,
-    input_guardrails: Sequence[Callable[..., Any]] | None = None,
-    output_guardrails: Sequence[Callable[..., Any]] | None = None,
+    **options: Unpack[ToolOptions],
 ) -> BaseTool:
     """A `Tool` from a function (a tool of any kind is returned as it is); see `tool`."""
     if isinstance(fn, BaseTool):
         return fn
+    unknown = sorted(set(options) - TOOL_KEYWORDS)
+    if unknown:
+        raise UserError(
+            f"Unknown tool option(s) {', '.join(unknown)}; tool takes name, description, "
+            f"{', '.join(sorted(TOOL_KEYWORDS))}."
+        )
+    max_result_chars = options.get("max_result_chars", DEFAULT_MAX_RESULT_CHARS)
+    needs_approval = options.get("needs_approval", False)
     checks.function(fn, "tool(fn)", what="a function, an Agent or a Tool")
     checks.text(name, "tool(name=...)", optional=True)
     checks.text(description, "tool(description=...)", optional=True)
@@ -291,8 +297,12 @@ def function_tool(
     from .tool_guardrails import check_tool_guardrails
 
     guards = (
-        check_tool_guardrails(input_guardrails, f"tool {tool_name!r}: input_guardrails"),
-        check_tool_guardrails(output_guardrails, f"tool {tool_name!r}: output_guardrails"),
+        check_tool_guardrails(
+            options.get("input_guardrails"), f"tool {tool_name!r}: input_guardrails"
+        ),
+        check_tool_guardrails(
+            options.get("output_guardrails"), f"tool {tool_name!r}: output_guardrails"
+        ),
     )
     if needs_approval is not True and needs_approval is not False and not callable(needs_approval):
         raise UserError(
@@ -310,7 +320,6 @@ def function_tool(
             f"Tool {tool_name!r}: its parameters cannot be described as a JSON schema ({first_line}). "
             "Annotate each parameter with a type pydantic knows (str, int, a BaseModel, ...)."
         ) from None
-    json_args = args_model if json_safe(args_model) else None
     return Tool(
         tool_name,
         text,
@@ -319,7 +328,6 @@ def function_tool(
         args_model,
         max_result_chars,
         context_param,
-        _json_args=json_args,
         input_guardrails=guards[0],
         output_guardrails=guards[1],
         needs_approval=needs_approval,

@@ -27,7 +27,7 @@ class _Named(Protocol):
     def name(self) -> str: ...
 
 
-class RunResult(Protocol):
+class RenderedRun(Protocol):
     """What rendering reads of a run: `agentnb.RunResult` has it. Declared here so that this
     layer names no type of the runtime above it."""
 
@@ -84,7 +84,7 @@ _CSS = """<style>
 </style>"""
 
 
-def result_html(result: RunResult) -> str:
+def result_html(result: RenderedRun) -> str:
     """A run as HTML: its answer (or its error), the trace tree, and a cost summary."""
     spans = _spans(result)
     parts = [_CSS, '<div class="agentnb-result">', _head_html(result, spans)]
@@ -101,7 +101,7 @@ def result_html(result: RunResult) -> str:
     return "\n".join(parts)
 
 
-def result_text(result: RunResult) -> str:
+def result_text(result: RenderedRun) -> str:
     """A run as plain text for a terminal: the same content as `result_html`."""
     spans = _spans(result)
     lines = [_head_text(result, spans)]
@@ -304,7 +304,7 @@ def cost_lines(rows: Sequence[CallRow]) -> list[str]:
 # -- pieces -------------------------------------------------------------------------------------
 
 
-def _spans(result: RunResult) -> list[Span]:
+def _spans(result: RenderedRun) -> list[Span]:
     spans = list(result.trace.spans)
     if result.path is None:
         return spans
@@ -314,7 +314,7 @@ def _spans(result: RunResult) -> list[Span]:
     return [s for s in spans if s.path == prefix or s.path.startswith(prefix + "/")]
 
 
-def _rows(result: RunResult) -> list[CallRow]:
+def _rows(result: RenderedRun) -> list[CallRow]:
     rows = list(result.trace.call_rows)
     if result.path is None:
         return rows
@@ -328,26 +328,26 @@ def _elapsed(spans: Sequence[Span]) -> float | None:
     return (max(ends) - min(starts)) if starts and ends else None
 
 
-def _head(result: RunResult, spans: Sequence[Span]) -> tuple[bool, str, str]:
+def _head(result: RenderedRun, spans: Sequence[Span]) -> tuple[bool, str, str]:
     agent = result.last_agent.name if result.last_agent is not None else "?"
     verdict = f"{agent} answered" if result.ok else f"{agent} did not finish"
     facts = f"{plural(result.model_calls, 'model call')} · {result.chars_in:,} chars sent"
     return result.ok, f"{'✔' if result.ok else '✘'} {verdict} · {facts}", seconds(_elapsed(spans))
 
 
-def _head_html(result: RunResult, spans: Sequence[Span]) -> str:
+def _head_html(result: RenderedRun, spans: Sequence[Span]) -> str:
     ok, text, took = _head(result, spans)
     cls = "agentnb-ok" if ok else "agentnb-bad"
     took_html = f'<span class="agentnb-latency">{took}</span>'
     return f'<div class="agentnb-head"><span class="{cls}">{_esc(text)}</span> · {took_html}</div>'
 
 
-def _head_text(result: RunResult, spans: Sequence[Span]) -> str:
+def _head_text(result: RenderedRun, spans: Sequence[Span]) -> str:
     _, text, took = _head(result, spans)
     return f"RunResult {text} · {took}"
 
 
-def _output_text(result: RunResult) -> str:
+def _output_text(result: RenderedRun) -> str:
     output = result.output
     if hasattr(output, "model_dump_json"):
         return str(output.model_dump_json(indent=2))
@@ -356,7 +356,7 @@ def _output_text(result: RunResult) -> str:
     return result.final_text
 
 
-def _error_text(result: RunResult) -> str:
+def _error_text(result: RenderedRun) -> str:
     error = result.error
     return f"{type(error).__name__}: {error}" if error is not None else "failed"
 

@@ -92,21 +92,14 @@ def message_size(message: Message) -> MessageSize:
     return size
 
 
-_spec_cache: dict[int, tuple[ToolSpec, int]] = {}
-
-
 def _specs_size(tools: list[ToolSpec]) -> int:
-    # A spec is built once per agent and resent on every call: cache its size by identity,
-    # holding the object so that its id cannot be reused while cached.
+    # A spec is built once per tool and resent on every call: its size is kept on it.
     size = 0
     for spec in tools:
-        hit = _spec_cache.get(id(spec))
-        if hit is None or hit[0] is not spec:
-            hit = (spec, len(dumps(tool_payload(spec))))
-            if len(_spec_cache) > 50_000:
-                _spec_cache.clear()
-            _spec_cache[id(spec)] = hit
-        size += hit[1]
+        known = spec.size_cache
+        if known is None:
+            known = spec.size_cache = len(dumps(tool_payload(spec)))
+        size += known
     return size
 
 
