@@ -17,5 +17,5 @@ def test_runs_of_fresh_agents_leave_no_task_thread_or_descriptor():
     figures = check(runs=40, warmup=20, max_growth_mb=None)  # raises AssertionError on a leak
 
     before, after = figures["before"], figures["after"]
-    assert before["tasks"] == after["tasks"] == 0
-    assert (after["fds"], after["threads"]) == (before["fds"], before["threads"])
+    assert after["tasks"] == 0
+    assert after["fds"] <= before["fds"] and after["threads"] <= before["threads"]
