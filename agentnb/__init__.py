@@ -28,6 +28,8 @@ from .errors import (
 from .measure import scenarios
 from .measure.caching import cache_estimate
 from .measure.critical import critical_path
+from .measure.experiment import experiment
+from .measure.pareto import pareto
 from .measure.prices import (
     Price,
     Prices,
@@ -35,6 +37,7 @@ from .measure.prices import (
 )
 from .measure.rounds import verifier_table
 from .measure.sections import section_costs
+from .measure.stored import Experiment, compare, open_experiment
 from .measure.sweep import sweep
 from .measure.tables import (
     breakdown,
@@ -280,16 +283,21 @@ __all__ = [
     "star",
     "verify_loop",
     # measure
+    "Experiment",
     "Price",
     "Prices",
     "add_cost",
     "breakdown",
     "breakdown_growth",
     "cache_estimate",
+    "compare",
     "cost_fit",
     "cost_table",
     "critical_path",
+    "experiment",
     "latency_series",
+    "open_experiment",
+    "pareto",
     "plot",
     "scenarios",
     "section_costs",

@@ -4,6 +4,7 @@ Imported on first use (``agentnb.plot.multiplier(...)``), so ``import agentnb`` 
 load matplotlib. The functions live in `agentnb.measure.plot`.
 """
 
+from .measure.pareto import pareto
 from .measure.plot import (
     COMPONENT_LABELS,
     config_labels,
@@ -20,6 +21,7 @@ __all__ = [
     "cost_breakdown",
     "latency",
     "multiplier",
+    "pareto",
     "timeline",
     "verifier_rounds",
 ]

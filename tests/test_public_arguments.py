@@ -146,6 +146,27 @@ def _http(cls: Any, option: str, value: Any) -> Any:
     return cls("m", **{**base, option: value})
 
 
+async def _experiment_fn(k: int, trial: int) -> a.RunResult:
+    return await a.run(_agent(), "q")
+
+
+_STORED: list[Any] = []
+
+
+def _stored() -> Any:
+    """One small stored experiment (in the scratch folder) for the readers to read."""
+    if not _STORED:
+        path = os.path.join(_SCRATCH, "stored.db")
+        _STORED.append(
+            a.run_sync(
+                a.experiment(
+                    "stored", _experiment_fn, {"k": [1, 2]}, trials=2, store=path, progress=False
+                )
+            )
+        )
+    return _STORED[0]
+
+
 def _in_scratch(build: Any) -> Any:
     here = os.getcwd()
     os.chdir(_SCRATCH)
@@ -305,6 +326,37 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         lambda o, v: a.GuardrailResult(**{"tripwire": False, o: v}),
     ),
     "Message": (["role", "content"], lambda o, v: a.Message(**{"role": "user", o: v})),
+    "experiment": (
+        _keywords(a.experiment),
+        lambda o, v: _in_scratch(
+            lambda: a.run_sync(
+                a.experiment(
+                    **{
+                        "name": "args",
+                        "fn": _experiment_fn,
+                        "grid": {"k": [1]},
+                        "store": "args.db",
+                        "progress": False,
+                        o: v,
+                    }
+                )
+            )
+        ),
+    ),
+    "open_experiment": (
+        _keywords(a.open_experiment),
+        lambda o, v: a.open_experiment(**{"name": "stored", "store": _stored().path, o: v}),
+    ),
+    "compare": (
+        ["a", "b", "metric", "method", "confidence"],
+        lambda o, v: a.compare(
+            **{"experiment": _stored(), "a": {"k": 1}, "b": {"k": 2}, "metric": "calls", o: v}
+        ),
+    ),
+    "pareto": (
+        _keywords(a.pareto, "experiment"),
+        lambda o, v: a.pareto(**{"experiment": _stored(), "x": "calls", "y": "chars_in", o: v}),
+    ),
 }
 """Each public constructor: the keywords to throw values at, and how to build it with one."""
 
@@ -326,6 +378,7 @@ NOT_CONFIGURED = {
     "ToolSpec",
     "Usage",
     "CALL_COLUMNS",
+    "Experiment",
     "RunResult",
     "RunContext",
     "ToolCallContext",
@@ -446,6 +499,9 @@ NUMBERS = {
     "cache_estimate": ("minimum", "step", "lookback"),
     "Prices.add": ("input", "output", "cached_input", "cache_write"),
     "stream_sync": ("timeout", "max_turns"),
+    "experiment": ("trials",),
+    "open_experiment": ("version",),
+    "compare": ("confidence",),
     "Price": (
         "input_per_million",
         "output_per_million",
@@ -463,6 +519,8 @@ FLAGS = {
     "PromptSection": ("condition",),
     "Approval": ("approved",),
     "sweep": ("progress",),
+    "experiment": ("progress",),
+    "pareto": ("lower_x", "higher_y"),
     "Prices": ("defaults",),
     "GuardrailResult": ("tripwire",),
 }

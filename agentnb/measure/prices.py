@@ -280,6 +280,10 @@ def call_cost(row: Mapping[str, Any], prices: Prices) -> dict[str, Any]:
     if _missing(row.get("span_id")) and "span_id" in row:
         out["cost_note"] = "no model call"
         return out
+    if row.get("cached") is True:  # an experiment's response cache answered: nothing paid
+        out.update(cost_in=0.0, cost_out=0.0, cost=0.0, cost_cached_est=0.0, cost_cached=0.0)
+        out["cost_note"] = "answered from the response cache: not paid again"
+        return out
     model = row.get("model")
     price = prices.lookup(model)
     tokens_in, tokens_out, method = _tokens(row)

@@ -23,7 +23,7 @@ import inspect
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
@@ -118,10 +118,16 @@ async def sweep(
     try:
         if executor is None:
             for n, (_, _, params) in enumerate(jobs):
-                outcomes[n] = await _one(fn, params)
+                outcomes[n] = await run_once(fn, params)
                 bar.update(1)
         else:
-            await _on_executor(executor, fn, jobs, outcomes, bar)
+
+            def done(n: int, outcome: dict[str, Any]) -> None:
+                outcomes[n] = outcome
+                bar.update(1)
+
+            args = [(fn, params, i, r) for i, r, params in jobs]
+            await on_executor(executor, run_job, args, done)
     finally:
         bar.close()
     columns = [*names, *CONFIG_COLUMNS, *CALL_COLUMNS]
@@ -155,8 +161,15 @@ def _progress(total: int, enabled: bool) -> Any:
     return tqdm(total=total, disable=not enabled, desc="sweep", unit="run")
 
 
-async def _one(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
-    """Run one configuration and reduce it to plain, picklable data."""
+async def run_once(
+    fn: Callable[..., Any],
+    params: dict[str, Any],
+    then: Callable[[Any], Awaitable[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
+    """Run one configuration and reduce it to plain, picklable data.
+
+    ``then(result)`` adds fields of its own to the outcome while the run's result is still at
+    hand (an experiment's spans and score, taken on the worker that ran it)."""
     start = time.perf_counter()
     try:
         result = fn(**params)
@@ -174,7 +187,10 @@ async def _one(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]
             "wall_s": wall,
             "critical_s": None,
         }
-    return {"rows": rows, "ok": ok, "error": error, "wall_s": wall, "critical_s": critical}
+    outcome = {"rows": rows, "ok": ok, "error": error, "wall_s": wall, "critical_s": critical}
+    if then is not None:
+        outcome.update(await then(result))
+    return outcome
 
 
 def result_rows(result: Any) -> tuple[list[dict[str, Any]], bool, str | None]:
@@ -221,31 +237,34 @@ def run_job(fn: Callable[..., Any], params: dict[str, Any], index: int, rep: int
     that deduplicate identical calls (Dask hashes pure functions) run each repetition.
     """
     del index, rep
+    return on_fresh_loop(lambda: run_once(fn, params))
+
+
+def on_fresh_loop(make: Callable[[], Coroutine[Any, Any, dict[str, Any]]]) -> dict[str, Any]:
+    """Run the coroutine ``make()`` to its end on a fresh event loop (an executor's job)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_one(fn, params))
+        return asyncio.run(make())
     # This worker thread already runs a loop (an executor running jobs inline): use a thread.
     box: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: box.update(out=asyncio.run(_one(fn, params))))
+    thread = threading.Thread(target=lambda: box.update(out=asyncio.run(make())))
     thread.start()
     thread.join()
     out: dict[str, Any] = box["out"]
     return out
 
 
-async def _on_executor(
+async def on_executor(
     executor: Any,
-    fn: Callable[..., Any],
-    jobs: list[tuple[int, int, dict[str, Any]]],
-    outcomes: list[dict[str, Any] | None],
-    bar: Any,
+    job: Callable[..., dict[str, Any]],
+    jobs: list[tuple[Any, ...]],
+    done: Callable[[int, dict[str, Any]], None],
 ) -> None:
-    if not hasattr(executor, "submit"):
-        raise UserError(
-            "executor must be a concurrent.futures-style executor with submit(), e.g. "
-            "ThreadPoolExecutor() or distributed.Client().get_executor()"
-        )
+    """Submit ``job(*args)`` for each ``args`` of ``jobs``; ``done(n, outcome)`` as each ends.
+
+    A job that fails on the executor (``fn`` could not be pickled, a worker died) ends as a
+    failed outcome. If this coroutine is cancelled (an interrupt), jobs not started are."""
 
     def failed(exc: BaseException) -> dict[str, Any]:
         return {
@@ -261,17 +280,23 @@ async def _on_executor(
             if isinstance(future, BaseException):  # submit() itself refused the job
                 raise future
             if isinstance(future, concurrent.futures.Future):
-                outcomes[n] = await asyncio.wrap_future(future)
+                outcome = await asyncio.wrap_future(future)
             else:
-                outcomes[n] = await asyncio.to_thread(future.result)
+                outcome = await asyncio.to_thread(future.result)
         except Exception as exc:  # the job itself failed (e.g. fn could not be pickled)
-            outcomes[n] = failed(exc)
-        bar.update(1)
+            outcome = failed(exc)
+        done(n, outcome)
 
     futures: list[Any] = []
-    for i, r, params in jobs:
+    for args in jobs:
         try:
-            futures.append(executor.submit(run_job, fn, params, i, r))
+            futures.append(executor.submit(job, *args))
         except Exception as exc:
             futures.append(exc)
-    await asyncio.gather(*(collect(n, f) for n, f in enumerate(futures)))
+    try:
+        await asyncio.gather(*(collect(n, f) for n, f in enumerate(futures)))
+    except BaseException:
+        for future in futures:
+            if hasattr(future, "cancel"):
+                future.cancel()
+        raise

@@ -24,6 +24,7 @@ from ._anthropic_wire import (
 from ._http import Failure
 from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
 from .deltas import StreamItem, TextChunk, ToolCallChunk
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -145,8 +146,7 @@ async def stream_message(model: AnthropicModel, request: ModelRequest) -> AsyncI
         body = request_to_wire(
             model.model, request, model.structured, model.max_tokens, model.cache
         )
-        params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-        extra = {"extra_body": params} if params else {}
+        extra = extra_body(model.params, body)  # ModelSettings.extra, params
 
         def open_stream() -> Any:
             return client.messages.with_streaming_response.create(

@@ -28,6 +28,7 @@ from ._http import (
     server_message,
 )
 from ._send import Slots
+from .request_fields import check_extra
 
 NO_KEY = "not-needed"
 """Sent as the key to a server given by ``base_url`` when no key is set: vLLM, Ollama,
@@ -89,6 +90,7 @@ class HTTPModel:
         checks.positive_seconds(stream_idle, where("stream_idle"), infinite=False)
         checks.positive_int(max_response_chars, where("max_response_chars"), optional=False)
         checks.mapping(params, where("params"))
+        check_extra(params, where("params"), settings=False)
         checks.text(api_key, where("api_key"), optional=True, quote=False)  # it may be a key
         checks.text(base_url, where("base_url"), optional=True)
         checks.text(name, where("name"), optional=True)
@@ -116,6 +118,10 @@ class HTTPModel:
             self.base_url = display_url(self._url)
             self._key = Secret(self._find_key(api_key))
         self._slots = Slots(self)
+        try:  # imported now, so that a process's first call does not pay for it in its time
+            self._sdk()
+        except ImportError:  # a client given without its package: imported when first used
+            pass
 
     # -- what a provider supplies
 

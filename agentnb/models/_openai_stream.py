@@ -18,6 +18,7 @@ from ._http import Failure
 from ._openai_wire import StructuredMode, request_to_wire, response_from_wire, weaker_mode
 from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
 from .deltas import StreamItem, TextChunk, ToolCallChunk
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -121,8 +122,7 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
             body = request_to_wire(
                 model.model, request, mode, max_tokens_param=model._max_tokens_param
             )
-            params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-            extra = {"extra_body": params} if params else {}
+            extra = extra_body(model.params, body)  # ModelSettings.extra, params
             return client.chat.completions.with_streaming_response.create(
                 **body,
                 stream=True,

@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import UserError
-from . import checks
+from . import checks, tokenizing
 from ._anthropic_wire import (
     CacheMode,
     MalformedReply,
@@ -32,6 +32,7 @@ from ._anthropic_wire import (
 from ._http import Backoff
 from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["AnthropicModel"]
@@ -107,6 +108,7 @@ class AnthropicModel(HTTPModel):
             max_response_chars=max_response_chars,
         )
         self.max_tokens = max_tokens
+        self.tokenizer = tokenizing.PROVIDER  # Anthropic publishes no tokenizer for Claude
         self.structured: StructuredMode = structured
         self.cache: CacheMode = cache
 
@@ -125,8 +127,7 @@ class AnthropicModel(HTTPModel):
             body = request_to_wire(
                 self.model, request, self.structured, self.max_tokens, self.cache
             )
-            params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-            extra = {"extra_body": params} if params else {}
+            extra = extra_body(self.params, body)  # ModelSettings.extra, params
 
             async def attempt() -> Any:
                 return await client.messages.with_raw_response.create(

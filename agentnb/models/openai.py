@@ -24,8 +24,9 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
-from . import checks
-from ._http import Backoff, Failure
+from ..errors import UserError
+from . import checks, tokenizing
+from ._http import Backoff, Failure, Secret
 from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
 from ._openai_wire import (
     MalformedReply,
@@ -35,6 +36,7 @@ from ._openai_wire import (
     weaker_mode,
 )
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["NO_KEY", "OpenAIModel"]
@@ -70,6 +72,11 @@ class OpenAIModel(HTTPModel):
       and, if the server rejects that with 400/422, falls back to JSON mode and then to an
       instruction in the system prompt, remembering what worked.
     - ``params``: extra body fields sent with every request (``temperature``, ``seed``, ...).
+    - ``tokenizer``: what agentnb counts this model's tokens with (the ``tokens_method``
+      column says which was used). ``"auto"``: the encoding of an OpenAI model's family
+      (``gpt-4o`` → ``o200k_base``), else, for a server given by ``base_url``, the server's
+      own tokenize endpoint (llama.cpp, llama-cpp-python, vLLM), else the provider's reported
+      usage. Or name one: ``"o200k_base"``, ``"cl100k_base"``, ``"server"``, ``"provider"``.
 
     A pickled copy (a sweep on other processes) carries no key: it reads ``OPENAI_API_KEY``
     where it runs. A model made with ``client=`` cannot be pickled.
@@ -98,6 +105,7 @@ class OpenAIModel(HTTPModel):
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         stream_idle: float | None = None,
+        tokenizer: str = "auto",
         max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
         checks.one_of(
@@ -105,6 +113,7 @@ class OpenAIModel(HTTPModel):
             "OpenAIModel(structured=...)",
             ("auto", "json_schema", "json_object", "prompt"),
         )
+        checks.one_of(tokenizer, "OpenAIModel(tokenizer=...)", tokenizing.CHOICES)
         super().__init__(
             model,
             base_url=base_url,
@@ -125,6 +134,29 @@ class OpenAIModel(HTTPModel):
         self._max_tokens_param = (
             "max_completion_tokens" if "api.openai.com" in target else "max_tokens"
         )
+        self.tokenizer: str | tokenizing.ServerTokenizer = self._choose_tokenizer(tokenizer)
+
+    def _choose_tokenizer(self, choice: str) -> str | tokenizing.ServerTokenizer:
+        """What `tokenizer` means for this model and server (see the class docstring)."""
+        url = self._url or (str(self._client.base_url) if self._client is not None else None)
+        local = url is not None and self.host not in url
+        if choice == tokenizing.AUTO:
+            encoding, _ = tokenizing.family_encoding(self.model)
+            if encoding is not None:
+                return encoding
+            choice = tokenizing.SERVER if local else tokenizing.PROVIDER
+        if choice != tokenizing.SERVER:
+            return choice
+        if url is None or not local:
+            raise UserError(
+                f"OpenAIModel({self.model!r}, tokenizer='server') counts with the tokenize "
+                "endpoint of the server given by base_url=...; OpenAI's API has none: use "
+                "tokenizer='o200k_base' or 'cl100k_base'"
+            )
+        key = self._key
+        if key is None and self._client is not None:
+            key = Secret(str(getattr(self._client, "api_key", "") or ""))
+        return tokenizing.ServerTokenizer(url, self.model, key)
 
     def _sdk(self) -> ModuleType:
         import openai
@@ -144,8 +176,7 @@ class OpenAIModel(HTTPModel):
                 body = request_to_wire(
                     self.model, request, mode, max_tokens_param=self._max_tokens_param
                 )
-                params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-                extra = {"extra_body": params} if params else {}
+                extra = extra_body(self.params, body)  # ModelSettings.extra, params
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
                 )

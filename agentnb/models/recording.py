@@ -88,6 +88,7 @@ class Recorder:
     def __init__(self, model: ModelClient, path: Path, *, append: bool = False) -> None:
         self.model = model
         self.name = getattr(model, "name", type(model).__name__)
+        self.tokenizer = getattr(model, "tokenizer", None)  # counted as the model it records
         self.path = path
         self.calls = 0
         self._lock = threading.Lock()

@@ -23,6 +23,7 @@ from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, stream_of
 from ..models.types import ModelResponse, ToolCall
 from ._off_loop import off_loop
+from .hooks import Hooks, reads_rows
 from .outcome import OutcomeKind, ToolOutcome, model_text
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     from ..trace.spans import Span
     from .agent import Agent
     from .context import RunContext
-    from .hooks import Hooks
     from .result import RunResult
     from .state import AgentRun
 
@@ -182,7 +182,8 @@ class RunEvents:
         response: ModelResponse,
         row: CallRow,
     ) -> None:
-        if self.hooks:
+        if any(map(reads_rows, self.hooks)):
+            # the row as a dict counts its tokens: only for a hook that reads it
             await self._hooks("on_model_end", ctx, state.agent, response, row.as_dict())
 
     async def tool_started(
@@ -282,8 +283,8 @@ async def _streamed(
                 pieces.append(item.text)
                 sink(TextDelta(agent, path, depth, span_id, trace.now(), item.text))
     except BaseException:
-        if pieces:
-            span.attrs["partial_text"] = "".join(pieces)
+        if pieces:  # what the model said before the stream broke: the agent's partial answer
+            span.attrs["partial_text"] = state.last_text = "".join(pieces)
         raise
     finally:
         aclose = getattr(items, "aclose", None)

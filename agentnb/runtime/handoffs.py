@@ -28,7 +28,7 @@ from ..errors import UserError
 from ..models import checks
 from ..models.types import Message
 from ..trace.sizes import message_size
-from ..trace.tokens import message_tokens, tokenizer
+from ..trace.tokens import message_tokens, preload, tokenizer
 from .handoff_filters import HistoryFilter, last_messages
 from .outcome import ToolOutcome
 from .tool_context import ToolCallContext
@@ -77,6 +77,8 @@ class HandoffConfig:
                 )
             checks.positive_int(self.window, "HandoffConfig(window=...)")
         checks.positive_int(self.budget, "HandoffConfig(budget=...)")
+        if self.budget is not None:  # counted during runs: load the tokenizer now, not then
+            preload()
 
 
 @dataclass

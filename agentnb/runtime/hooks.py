@@ -61,3 +61,10 @@ def check_hooks(hooks: Any, where: str) -> None:
             f"{where} takes an instance of agentnb.Hooks (or a subclass), got {given}: "
             "pass MyHooks(), not MyHooks."
         )
+
+
+def reads_rows(hooks: object) -> bool:
+    """Whether ``hooks`` has its own ``on_model_end``, which is given each call's row (and
+    so makes the run count its tokens as it goes, rather than when the rows are read)."""
+    own = getattr(type(hooks), "on_model_end", None)
+    return own is not None and own is not Hooks.on_model_end

@@ -26,10 +26,12 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.base import ModelClient
+from ..models.response_cache import through
 from ..models.settings import check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
 from ..trace.spans import Span
+from ..trace.tokens import preload
 from ..words import plural
 from ._tasks import run_concurrently
 from .agent import Agent, model_client
@@ -37,6 +39,7 @@ from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .events import RunEvents, events_for, handed_off, run_ended, subscriber
 from .guardrails import first_call, run_guardrails, start_input_checks
+from .hooks import reads_rows
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunKeywords, RunOptions
@@ -99,6 +102,8 @@ def start_context(
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)
     model_client(agent, default)  # a UserError now for an agent without a usable model
+    if _counts_while_running(agent, options):  # loaded before the run's clock starts
+        preload(*_models(agent, default))
     ctx = RunContext.create(options, t0=t0)
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
@@ -107,6 +112,31 @@ def start_context(
         sink = subscriber(options.on_event) if options.on_event is not None else None
         ctx.events = RunEvents(sink, (options.hooks,) if options.hooks is not None else ())
     return ctx
+
+
+def _counts_while_running(agent: Agent, options: RunOptions) -> bool:
+    """Whether the run reads token counts as it runs: a token budget, or a hook given each
+    call's row (other runs count when their rows are read, after the run)."""
+    if options.limits is not None and options.limits.max_tokens is not None:
+        return True
+    return reads_rows(options.hooks) or reads_rows(agent.hooks)
+
+
+def _models(agent: Agent, default: ModelClient | None) -> list[object]:
+    """The models of ``agent`` and of the agents its tools may run, once each."""
+    seen: set[int] = set()
+    models: list[object] = [default]
+    todo = [agent]
+    while todo:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        models.append(each.model)
+        for tool in each.tools:
+            if isinstance(tool, BaseTool):
+                todo.extend(sub for _, sub in tool.sub_agents())
+    return [m for m in models if m is not None]
 
 
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
@@ -439,6 +469,7 @@ async def call_model(
     events = state.events
     if events is not None:
         await events.model_started(ctx, state, request)
+    model = through(model, state.path, turn)  # an experiment's response cache, when one is on
     span = trace.start(
         "model_call",
         getattr(model, "name", type(model).__name__),
@@ -458,35 +489,36 @@ async def call_model(
         try:
             trace.end(span, status)
         finally:  # the row is kept even when a listener raises at the call's end
-            _record(ctx, state, request, None, span, status, getattr(exc, "events", None))
+            _record(ctx, model, state, request, None, span, status, getattr(exc, "events", None))
         raise
     try:
         trace.end(span, "ok")
     finally:
-        _record(ctx, state, request, response, span, "ok")
+        row = _record(ctx, model, state, request, response, span, "ok")
     if events is not None:
-        await events.model_ended(ctx, state, response, trace.call_rows[-1])
+        await events.model_ended(ctx, state, response, row)
     return response
 
 
 def _record(
     ctx: RunContext,
+    model: ModelClient,
     state: AgentRun,
     request: ModelRequest,
     response: ModelResponse | None,
     span: Span,
     status: str,
     failed_events: list[dict[str, Any]] | None = None,
-) -> None:
-    """Add the call's row to the trace, its sizes to its span, its usage to the run."""
+) -> CallRow:
+    """Add the call's row to the trace, its sizes to its span, its usage to the run (its
+    tokens are counted when the row is read: `CallRow.count_tokens`)."""
     events = response.events if response is not None else (failed_events or [])
-    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events)
+    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events, model)
     ctx.trace.call_rows.append(row)
     attrs = span.attrs
-    attrs["chars_in"], attrs["chars_out"] = row.chars_in, row.chars_out
-    attrs["tokens_in"], attrs["tokens_out"], attrs["retries"] = (
-        row.tokens_in,
-        row.tokens_out,
+    attrs["chars_in"], attrs["chars_out"], attrs["retries"] = (
+        row.chars_in,
+        row.chars_out,
         row.retries,
     )
     if events:
@@ -501,12 +533,13 @@ def _record(
                     **{k: v for k, v in event.items() if k != "event"},
                 )
     if response is None:
-        return
+        return row
     ctx.usage.add(response.usage, requests=1)
     state.usage.add(response.usage, requests=1)
     state.chars_in += row.chars_in
     if state.budgets:
         _charge(state, response.usage, row)
+    return row
 
 
 def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:

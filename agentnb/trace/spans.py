@@ -216,6 +216,7 @@ class Trace:
 
     def tree(self) -> list[dict[str, Any]]:
         """The spans as nested dicts (``children`` lists), roots first."""
+        self.count_tokens()
         nodes: dict[str, dict[str, Any]] = {}
         roots: list[dict[str, Any]] = []
         for s in self.spans:
@@ -236,6 +237,14 @@ class Trace:
             parent = nodes.get(s.parent_id) if s.parent_id else None
             (parent["children"] if parent is not None else roots).append(node)
         return roots
+
+    def count_tokens(self) -> None:
+        """Count the tokens of every call not counted yet (`CallRow.count_tokens`), which also
+        puts them on the calls' spans; in the order the calls finished, so that each agent's
+        history is counted turn after turn."""
+        for row in self.call_rows:
+            if row.pending is not None:
+                row.count_tokens()
 
     def calls_frame(self) -> pd.DataFrame:
         """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame), in the
