@@ -24,6 +24,7 @@ from .errors import (
     RunTimeout,
     ScriptExhausted,
     StreamBroken,
+    ToolFailed,
     UserError,
 )
 from .measure import scenarios
@@ -199,6 +200,7 @@ __all__ = [
     "RunTimeout",
     "ScriptExhausted",
     "StreamBroken",
+    "ToolFailed",
     "UserError",
     # models
     "AnthropicModel",

@@ -23,7 +23,7 @@ from ._openai_wire import (
     response_from_wire,
     weaker_mode,
 )
-from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
+from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
@@ -37,7 +37,7 @@ class ChatStream:
 
     def __init__(self) -> None:
         self.complete = False
-        self.done = False
+        self.ended = False  # [DONE] came
         self.finish_reason: str | None = None
         self.text: list[str] = []
         self.refusal: list[str] = []
@@ -47,7 +47,7 @@ class ChatStream:
 
     def feed(self, event: ServerEvent) -> list[TextChunk | ToolCallChunk]:
         if event.data.strip() == "[DONE]":
-            self.done = True
+            self.ended = True
             self.complete = self.finish_reason is not None
             return []
         chunk = json.loads(event.data)
@@ -66,12 +66,14 @@ class ChatStream:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self.text.append(delta["content"])
-                deltas.append(TextChunk(delta["content"]))
-            if delta.get("refusal"):
-                self.refusal.append(delta["refusal"])
-                deltas.append(TextChunk(delta["refusal"]))
+            content = text_in(delta.get("content"), "content")
+            if content:
+                self.text.append(content)
+                deltas.append(TextChunk(content))
+            refusal = text_in(delta.get("refusal"), "refusal")
+            if refusal:
+                self.refusal.append(refusal)
+                deltas.append(TextChunk(refusal))
             for piece in delta.get("tool_calls") or []:
                 deltas.append(self._call(piece))
             if choice.get("finish_reason"):
@@ -82,15 +84,12 @@ class ChatStream:
         index = int(piece.get("index", len(self.calls)))
         call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
         function = piece.get("function") or {}
+        name = text_in(function.get("name"), "tool name")
+        arguments = text_in(function.get("arguments"), "tool arguments")
         call["id"] = piece.get("id") or call["id"]
-        call["name"] += function.get("name") or ""
-        call["arguments"] += function.get("arguments") or ""
-        return ToolCallChunk(
-            index,
-            function.get("name") or "",
-            function.get("arguments") or "",
-            piece.get("id") or "",
-        )
+        call["name"] += name
+        call["arguments"] += arguments
+        return ToolCallChunk(index, name, arguments, piece.get("id") or "")
 
     def response(self) -> ModelResponse:
         calls = [
@@ -116,7 +115,7 @@ class ChatStream:
 
     def missing(self) -> str:
         if self.finish_reason is None:
-            return "no finish reason" + ("" if self.done else " and no [DONE]")
+            return "no finish reason" + ("" if self.ended else " and no [DONE]")
         return "no [DONE] after the finish reason"
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._http import Failure
 from ._responses_wire import response_from_wire
-from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
+from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse
 
@@ -37,6 +37,7 @@ class ResponseStream:
 
     def __init__(self, done: Callable[[ModelResponse, str | None], None]) -> None:
         self.complete = False
+        self.ended = False  # response.completed (or incomplete) came: nothing after it is read
         self.reply: dict[str, Any] | None = None
         self.calls: dict[int, int] = {}
         """A function call's output index -> its index among the calls."""
@@ -48,7 +49,8 @@ class ResponseStream:
             raise ValueError(f"an event that is not an object: {event.data[:100]!r}")
         kind = data.get("type") or event.event
         if kind == "response.output_text.delta" or kind == "response.refusal.delta":
-            return [TextChunk(data.get("delta") or "")] if data.get("delta") else []
+            text = text_in(data.get("delta"), "content")
+            return [TextChunk(text)] if text else []
         if kind == "response.output_item.added":
             item = data.get("item") or {}
             if item.get("type") == "function_call":
@@ -56,20 +58,22 @@ class ResponseStream:
                 return [
                     ToolCallChunk(
                         index,
-                        item.get("name") or "",
-                        item.get("arguments") or "",
+                        text_in(item.get("name"), "tool name"),
+                        text_in(item.get("arguments"), "tool arguments"),
                         item.get("call_id") or "",
                     )
                 ]
             return []
         if kind == "response.function_call_arguments.delta":
             found = self.calls.get(int(data.get("output_index", 0)))
-            if found is not None and data.get("delta"):
-                return [ToolCallChunk(found, arguments=data["delta"])]
+            delta = text_in(data.get("delta"), "tool arguments")
+            if found is not None and delta:
+                return [ToolCallChunk(found, arguments=delta)]
             return []
         if kind in _END:
             self.reply = data.get("response")
             self.complete = isinstance(self.reply, dict)
+            self.ended = True
         elif kind == "response.failed":
             error = (data.get("response") or {}).get("error") or {}
             raise ServerError(Failure(None, str(error.get("message") or error), retryable=False))

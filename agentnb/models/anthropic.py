@@ -30,7 +30,7 @@ from ._anthropic_wire import (
     response_from_wire,
 )
 from ._http import Backoff
-from ._http_model import DEFAULT_BACKOFF, HTTPModel
+from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
 from .deltas import StreamItem
 from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
@@ -49,8 +49,8 @@ class AnthropicModel(HTTPModel):
     - ``max_concurrency``, ``max_retries``, ``timeout`` (each attempt as a whole, a stream
       included), ``stream_idle`` (the longest silence within a stream), ``backoff``
       (``Backoff(max=...)``: the longest wait a ``Retry-After`` may ask for;
-      ``Backoff(total=...)``: the most waiting between the attempts of one call): as for
-      `OpenAIModel`.
+      ``Backoff(total=...)``: the most waiting between the attempts of one call),
+      ``max_response_chars`` (the longest reply, streamed or not): as for `OpenAIModel`.
     - ``structured``: how a structured output is asked for: ``"tool"`` (the model is made to
       call a ``final_answer`` tool whose input is the answer; every Claude model), ``"native"``
       (``output_config`` with the JSON schema; recent models) or ``"prompt"`` (an instruction).
@@ -84,6 +84,7 @@ class AnthropicModel(HTTPModel):
         name: str | None = None,
         cache: CacheMode = None,
         stream_idle: float | None = None,
+        max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
         checks.positive_int(max_tokens, "AnthropicModel(max_tokens=...)", optional=False)
         checks.one_of(structured, "AnthropicModel(structured=...)", ("tool", "native", "prompt"))
@@ -104,6 +105,7 @@ class AnthropicModel(HTTPModel):
             params=params,
             name=name,
             stream_idle=stream_idle,
+            max_response_chars=max_response_chars,
         )
         self.max_tokens = max_tokens
         self.tokenizer = tokenizing.PROVIDER  # Anthropic publishes no tokenizer for Claude

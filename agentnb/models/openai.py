@@ -27,7 +27,7 @@ from typing import Any, Literal
 from ..errors import ModelHTTPError, UserError
 from . import checks, tokenizing
 from ._http import Backoff, Failure, Secret
-from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
+from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
 from ._openai_wire import (
     OPENAI_TOOL_CHOICES,
     MalformedReply,
@@ -59,8 +59,11 @@ class OpenAIModel(HTTPModel):
     - ``timeout``: seconds one attempt may take as a whole, from connecting to the last byte
       of the reply (a reply that trickles in is cut off too; a streamed reply is bounded as a
       whole the same way); then it is retried.
-    - ``stream_idle``: seconds a streamed reply may go without sending anything before the
-      attempt fails (None: only ``timeout`` bounds it).
+    - ``stream_idle``: seconds a streamed reply may go without sending an event before the
+      attempt fails (None: only ``timeout`` bounds it); keep-alive comments do not count.
+    - ``max_response_chars``: the most characters of text and tool arguments one reply may
+      hold, streamed or not (20 million by default); a longer one ends the call with a
+      `ModelHTTPError` (a `StreamBroken` keeping the text shown, once a stream has begun).
     - ``max_retries``: retries of 429, 408/409, 5xx, timeouts and connection errors (a
       connection refused on a local address is not retried: no server is running there).
     - ``backoff``: a `Backoff`, or the first delay in seconds. ``Backoff(max=...)`` is the
@@ -109,6 +112,7 @@ class OpenAIModel(HTTPModel):
         stream_idle: float | None = None,
         tool_choices: ToolChoices | None = None,
         tokenizer: str = "auto",
+        max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
         if tool_choices is not None and not isinstance(tool_choices, ToolChoices):
             raise checks.fail(
@@ -134,6 +138,7 @@ class OpenAIModel(HTTPModel):
             params=params,
             name=name,
             stream_idle=stream_idle,
+            max_response_chars=max_response_chars,
         )
         self.structured: Structured = structured
         self.tool_choices = tool_choices or OPENAI_TOOL_CHOICES

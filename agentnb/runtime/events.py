@@ -15,7 +15,6 @@ travels as `CallbackRaised` and becomes ``RunResult.error``.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, ToolCallChunk, stream_of
 from ..models.types import ModelResponse, ToolCall
+from ._off_loop import off_loop
 from .hooks import Hooks, reads_rows
 from .outcome import OutcomeKind, ToolOutcome, model_text
 from .stream_output import NOTHING, OutputStream, unwrapped_text
@@ -271,9 +271,7 @@ async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Ag
 async def _call_hooks(hooks: tuple[Hooks, ...], name: str, *args: Any) -> None:
     for each in hooks:
         try:
-            result = getattr(each, name)(*args)
-            if inspect.isawaitable(result):
-                await result
+            await off_loop(getattr(each, name), *args)
         except asyncio.CancelledError:
             if being_cancelled():  # the run is being cancelled, not failing
                 raise

@@ -3,7 +3,8 @@
 Subclass `Hooks` and override the methods you need. ``run(..., hooks=MyHooks())`` sees every
 agent of the run, sub-agents and handoff targets included; ``Agent(..., hooks=MyHooks())``
 sees that agent only. Hooks are awaited in the run (run hooks first, then the agent's), so a
-slow hook slows the run; a hook that raises ends the run with ``ok=False`` and its exception
+slow hook slows the run; a plain ``def`` hook runs in a worker thread, so one that blocks does
+not stop the event loop, and the run's ``timeout`` still ends it on time. A hook that raises ends the run with ``ok=False`` and its exception
 as ``RunResult.error``, the calls made so far kept in the trace.
 """
 

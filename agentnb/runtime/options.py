@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -93,6 +94,16 @@ class RunOptions:
         if self.on_event is not None and not callable(self.on_event):
             raise UserError(
                 f"on_event must be a function on_event(event), got {type(self.on_event).__name__}"
+            )
+        if self.on_event is not None and (
+            inspect.iscoroutinefunction(self.on_event)
+            or inspect.iscoroutinefunction(type(self.on_event).__call__)
+        ):
+            name = getattr(self.on_event, "__name__", type(self.on_event).__name__)
+            raise UserError(
+                "on_event must be a plain function (def on_event(event): ...), called as each "
+                f"event happens, got the async function {name}, whose events would never be "
+                "delivered; to await events, iterate agentnb.run_streamed(...) instead."
             )
         listeners = self.listeners
         if not isinstance(listeners, (list, tuple)) or not all(callable(f) for f in listeners):

@@ -22,6 +22,7 @@ from ..errors import (
     OutputValidationError,
     RunCancelled,
     RunTimeout,
+    ToolFailed,
     UserError,
 )
 from ..models import checks
@@ -380,6 +381,7 @@ async def _turns(
                 stop = stopping_call(agent.tool_use_behavior, calls)
                 if stop is not None:  # the tool's result is the answer: no further model call
                     answer = _tool_result(state.messages, calls[stop].id)
+                    _never_an_error_as_answer(calls[stop], answer, state, ctx)
                     return await _finish_agent(answer, state, ctx, turn)
             settings = after_tool_calls(settings)
             continue
@@ -438,6 +440,30 @@ async def _finish_agent(
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
     return NextStepFinalOutput(output)
+
+
+def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: RunContext) -> None:
+    """Raise `ToolFailed` when the call whose result was to end the run failed (its span's
+    status is ``error`` or ``timeout``): a tool error is never the answer of a run that
+    succeeded."""
+    span = next(
+        (
+            s
+            for s in reversed(ctx.trace.spans)
+            if s.kind == "tool_call" and s.attrs.get("call_id") == call.id
+        ),
+        None,
+    )
+    if span is None or span.status not in ("error", "timeout"):
+        return
+    behavior = state.agent.tool_use_behavior
+    raise ToolFailed(
+        f"{state.agent.name}: the tool {call.name!r}, whose result was to be the answer "
+        f"(tool_use_behavior={behavior!r}), failed: {text}. Fix the tool, or use "
+        "tool_use_behavior='run_llm_again' to let the model see the error and try again.",
+        tool=call.name,
+        agent=state.agent.name,
+    )
 
 
 def _tool_result(messages: list[Message], call_id: str) -> str:

@@ -250,6 +250,11 @@ def message_tokens(message: Message, count: Encoder, method: str) -> int:
 
 _spec_tokens: dict[tuple[int, str], tuple[object, int, bytes]] = {}
 """Per tool spec object: ``(spec, tokens, hash of its JSON)``."""
+_SPECS_KEPT = 512
+"""Specs ``_spec_tokens`` holds before it is emptied. An entry keeps its spec alive, schema
+and all (a 40-field one is ~13 KB), so a sweep that builds fresh agents for every run would
+otherwise keep every run's specs: a run reuses its own specs turn after turn, which is what
+the cache is for, and a few hundred cover every agent alive at once."""
 _text_tokens: dict[str, dict[str, int]] = {}
 """Counts of texts by method and text: system prompts and output schemas resent on every turn, and a
 response's text and tool-call arguments, which the next request resends in its history."""
@@ -365,7 +370,7 @@ def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Pre
         if hit is None or hit[0] is not spec:
             text = dumps(spec.as_dict())
             hit = (spec, count(text), fingerprint(text))
-            if len(_spec_tokens) > 50_000:
+            if len(_spec_tokens) > _SPECS_KEPT:
                 _spec_tokens.clear()
             _spec_tokens[spec_key] = hit
         specs += hit[1]
