@@ -24,6 +24,7 @@ from .errors import (
     RunTimeout,
     ScriptExhausted,
     StreamBroken,
+    ToolFailed,
     UserError,
 )
 from .measure import scenarios
@@ -62,7 +63,9 @@ from .models import (
     tool_call,
 )
 from .models.anthropic import AnthropicModel
+from .models.local import LocalModel, local_model
 from .models.openai import OpenAIModel
+from .models.openai_responses import HostedTool, OpenAIResponsesModel
 from .models.recording import (
     record,
     replay,
@@ -200,20 +203,25 @@ __all__ = [
     "RunTimeout",
     "ScriptExhausted",
     "StreamBroken",
+    "ToolFailed",
     "UserError",
     # models
     "AnthropicModel",
     "FunctionModel",
+    "HostedTool",
+    "LocalModel",
     "Message",
     "ModelClient",
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "ScriptedModel",
     "ToolCall",
     "ToolSpec",
     "Usage",
+    "local_model",
     "record",
     "replay",
     "say",

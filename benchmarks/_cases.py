@@ -75,9 +75,25 @@ async def side_by_side(
     return wall, cpu
 
 
-def agentnb_hierarchy_fresh(reviewers: int = REVIEWERS) -> Case:
+_COUNTING: dict[str, bool | None] = {"on": None}
+
+
+def counting(on: bool) -> Callable[[], None]:
+    """A reset that turns token counting on (bpe-openai, as a default install without
+    tiktoken's files) or off, when it is not already: once per block of interleaved runs."""
+
+    def reset() -> None:
+        if _COUNTING["on"] is not on:
+            nb.set_tokenizer("bpe-openai" if on else "off")
+            _COUNTING["on"] = on
+
+    return reset
+
+
+def agentnb_hierarchy_fresh(reviewers: int = REVIEWERS, tokens: bool | None = None) -> Case:
     """The hierarchy of `agentnb_hierarchy`, its agents, models and tools built anew for every
-    run (as a sweep does), the calls counted from the trace without building a DataFrame."""
+    run (as a sweep does), the calls counted from the trace without building a DataFrame.
+    ``tokens``: token counting on or off for this case (None: as the process has it)."""
 
     def build() -> nb.Agent:
         subs = [
@@ -102,12 +118,15 @@ def agentnb_hierarchy_fresh(reviewers: int = REVIEWERS) -> Case:
     async def run_fresh() -> Any:
         return await nb.run(build(), TASK)
 
+    name = f"hierarchy, {reviewers} sub-agents, agents built anew every run"
+    if tokens is not None:
+        name += ", token counting " + ("on" if tokens else "off")
     return Case(
-        f"hierarchy, {reviewers} sub-agents, agents built anew every run",
+        name,
         "agentnb",
         reviewers + 2,
         run_fresh,
-        lambda: None,
+        counting(tokens) if tokens is not None else lambda: None,
         _expect(reviewers + 2, "synthesis"),
     )
 

@@ -5,7 +5,8 @@ running tools and sub-agents, and agentnb's trace (spans, per-call rows, charact
 counts), which stays on. Cases: one agent in a tool loop; a coordinator that calls three
 sub-agents in one turn and then synthesises (five model calls per run); and that hierarchy
 with its agents built anew for every run, as a sweep builds them (the calls counted from the
-trace, no DataFrame built).
+trace, no DataFrame built); that last case again with token counting on (bpe-openai) and
+off, side by side, and what reading the rows (``result.calls``) then costs in each.
 
 With openai-agents installed, the same two workloads run on it in the same process, in
 interleaved blocks, and the ratio of the medians is reported.
@@ -15,7 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import time
 from typing import Any
+
+from agentnb import set_tokenizer
 
 from . import _openai_agents as oa
 from ._cases import (
@@ -26,7 +30,7 @@ from ._cases import (
     agentnb_single,
     side_by_side,
 )
-from ._stats import Row, at_least, row, summarize, timed_row
+from ._stats import Row, at_least, at_most, row, summarize, timed_row
 
 TARGET_US = 100.0
 TARGET_RATIO = 20.0
@@ -41,9 +45,13 @@ def bench_overhead(
         (agentnb_single(), oa.single() if with_oa else None),
         (agentnb_hierarchy(reviewers), oa.hierarchy(reviewers) if with_oa else None),
         (agentnb_hierarchy_fresh(reviewers), None),  # a sweep's case: nothing reused
+        (agentnb_hierarchy_fresh(reviewers, tokens=True), None),  # ...with counting on and off
+        (agentnb_hierarchy_fresh(reviewers, tokens=False), None),
     ]
     cases = [c for pair in pairs for c in pair if c is not None]
     samples, cpu = asyncio.run(side_by_side(cases, runs, block))
+    reading = {on: asyncio.run(_reading_rows(reviewers, on, runs)) for on in (True, False)}
+    set_tokenizer(None)
 
     rows: list[Row] = []
     data: dict[str, Any] = {}
@@ -102,6 +110,33 @@ def bench_overhead(
                 note=f"same process, interleaved blocks; CPU-time ratio {cpu_ratio:.1f}×",
             )
         )
+    on, off = (summarize(samples[agentnb_hierarchy_fresh(reviewers, t).key]) for t in (1, 0))
+    ratio = on["median"] / off["median"]
+    data["counting on ÷ off"] = {"ratio_of_medians": ratio}
+    target, met = at_most(ratio, 1.15)
+    rows.append(
+        row(
+            "agentnb · hierarchy built anew: counting on ÷ off",
+            "counting's share of the overhead",
+            ratio,
+            "×",
+            target=target,
+            met=met,
+            note=f"{on['median']:.0f} µs against {off['median']:.0f} µs per model call",
+        )
+    )
+    for on_, figures in reading.items():
+        data[f"reading rows, counting {'on' if on_ else 'off'}"] = figures
+        rows.append(
+            row(
+                f"agentnb · hierarchy built anew: result.calls, counting {'on' if on_ else 'off'}",
+                "µs per model call to read the rows",
+                figures["median"],
+                "µs",
+                spread=figures,
+                note="after the run: counting the tokens and building the DataFrame",
+            )
+        )
     if not with_oa:
         why = "not installed: pip install openai-agents" if compare else "skipped"
         rows.append(row("openai-agents", "overhead ratio", None, note=why))
@@ -112,6 +147,23 @@ def bench_overhead(
         "data": data,
         "rows": rows,
     }
+
+
+async def _reading_rows(reviewers: int, on: bool, runs: int) -> dict[str, float]:
+    """Microseconds per model call that ``result.calls`` takes after a run of the hierarchy
+    built anew (each run's first read: its tokens are counted then)."""
+    case = agentnb_hierarchy_fresh(reviewers, tokens=on)
+    case.reset()
+    results = [await case.run() for _ in range(3)]
+    for result in results:  # warm: the tokenizer loaded, pandas imported
+        _ = result.calls
+    per_call = []
+    for _ in range(max(runs // 4, 10)):
+        result = await case.run()
+        start = time.perf_counter()
+        _ = result.calls
+        per_call.append((time.perf_counter() - start) / case.calls_per_run * 1e6)
+    return summarize(per_call)
 
 
 def _fastest_block(samples: list[float], block: int) -> float:

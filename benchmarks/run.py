@@ -27,6 +27,7 @@ from benchmarks._stats import machine_info  # noqa: E402
 from benchmarks.capture_overhead import bench_capture  # noqa: E402
 from benchmarks.cost import bench_cost  # noqa: E402
 from benchmarks.fanout import bench_fanout  # noqa: E402
+from benchmarks.first_run import bench_first_run  # noqa: E402
 from benchmarks.overhead import bench_overhead  # noqa: E402
 from benchmarks.report import markdown  # noqa: E402
 from benchmarks.sweep_overhead import bench_sweep  # noqa: E402
@@ -44,6 +45,7 @@ PLAN: dict[str, tuple[Bench, dict[str, Any], dict[str, Any]]] = {
     # name: (function, full-run arguments, quick-run arguments). The fan-out runs before the
     # overhead benchmark imports openai-agents, whose objects would make every GC pass longer.
     "cost": (bench_cost, {}, {}),
+    "first_run": (bench_first_run, {"repeats": 3}, {"repeats": 1}),
     "token_cache": (bench_token_cache, {"turns": 500, "repeats": 5}, {"turns": 500, "repeats": 2}),
     "fanout": (
         bench_fanout,

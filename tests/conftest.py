@@ -58,3 +58,46 @@ def word_tokenizer():
 
     tokens.set_tokenizer(count, "words")
     return seen
+
+
+# -- the real model (tests marked local_model): one llama.cpp server for the whole session
+
+from agentnb.models.local import REQUIRE_ENV, missing_packages  # noqa: E402
+from agentnb.models.local import TESTS_HINT as LOCAL_HINT  # noqa: E402
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without ``agentnb[local]`` the real-model tests skip (one reason, one line), unless
+    ``AGENTNB_REQUIRE_LOCAL=1`` (CI), where they run and fail for want of the packages."""
+    if not missing_packages() or os.environ.get(REQUIRE_ENV) == "1":
+        return
+    skip = pytest.mark.skip(reason=LOCAL_HINT)
+    for item in items:
+        if item.get_closest_marker("local_model") is not None:
+            item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    skipped = [
+        r for r in terminalreporter.stats.get("skipped", []) if LOCAL_HINT in str(r.longrepr)
+    ]
+    if skipped:
+        terminalreporter.write_line(f"{len(skipped)} skipped: {LOCAL_HINT}")
+
+
+@pytest.fixture(scope="session")
+def local_server():
+    """llama.cpp's server with SmolLM2-135M-Instruct, started once (through
+    `agentnb.local_model`) for every test that needs it, stopped at the session's end."""
+    missing = missing_packages()
+    if missing:
+        message = f"{LOCAL_HINT} (missing: {', '.join(missing)})"
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but {message}", pytrace=False)
+        pytest.skip(LOCAL_HINT)
+    import agentnb
+
+    server = agentnb.local_model(max_retries=0)
+    server.start()
+    yield server
+    server.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import traceback
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,20 +32,25 @@ def exception_texts(error: BaseException | None) -> list[str]:
     return texts
 
 
+def traceback_with_locals(error: BaseException | None) -> list[str]:
+    """``error``'s traceback with every frame's local variables, as IPython's ``%xmode
+    Verbose`` and error trackers show it."""
+    if error is None:
+        return []
+    rendered = traceback.TracebackException.from_exception(error, capture_locals=True)
+    return list(rendered.format())
+
+
 def assert_no_key(model: Any, result: Any, *recordings: Path) -> None:
     """Fail if the key, whole or masked, is in anything a user can see, keep or send."""
     texts = [repr(model), str(model), repr(vars(model))]
     texts += [repr(result), *result.log_lines(), result.calls.to_csv(), repr(result.spans)]
     texts += [json.dumps(result.span_tree(), default=str), repr(result.messages)]
     texts += exception_texts(result.error)
+    texts += traceback_with_locals(result.error)
     texts += [path.read_text(encoding="utf-8") for path in recordings if path.exists()]
     everything = "\n".join(texts)
-    # A result's agents hold their tools' argument models, classes made at run time that never
-    # pickle; everything else a result holds (its trace and context included) is pickled.
-    data = {k: v for k, v in vars(result).items() if k != "last_agent"}
-    held = ("root", "active", "events")  # the agents of the run, with their tools
-    data["context"] = {k: v for k, v in vars(result.context).items() if k not in held}
-    pickled = pickle.dumps(model) + pickle.dumps(data)
+    pickled = pickle.dumps(model) + pickle.dumps(result)  # a result pickles whole
     for leak in LEAKS:
         assert leak not in everything, f"{leak!r} shows in what agentnb shows or writes"
         assert leak.encode() not in pickled, f"{leak!r} is in a pickle"

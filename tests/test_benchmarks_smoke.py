@@ -9,9 +9,17 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
+
+with warnings.catch_warnings():  # bpe-openai's import warns (importlib.resources.open_binary)
+    warnings.simplefilter("ignore", DeprecationWarning)
+    try:
+        import bpe_openai  # noqa: F401
+    except ImportError:
+        pass
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
 
@@ -62,8 +70,21 @@ def test_overhead_times_both_agentnb_cases():
         "agentnb · single agent, tool loop",
         "agentnb · hierarchy, 3 sub-agents",
         "agentnb · hierarchy, 3 sub-agents, agents built anew every run",
+        "agentnb · hierarchy, 3 sub-agents, agents built anew every run, token counting on",
+        "agentnb · hierarchy, 3 sub-agents, agents built anew every run, token counting off",
     ]
     assert all(r["spread"]["n"] == 3 and r["value"] > 0 for r in per_call)
+    assert _metric(rows, "counting's share of the overhead")[0]["target"] == "<= 1.15"
+    reading = _metric(rows, "µs per model call to read the rows")
+    assert [r["case"].rsplit(", ", 1)[1] for r in reading] == ["counting on", "counting off"]
+
+
+def test_a_fresh_process_first_run_is_measured_in_new_processes():
+    from benchmarks.first_run import bench_first_run
+
+    rows = _check(bench_first_run(repeats=1), "first_run")
+    assert [r["unit"] for r in rows] == ["ms", "ms", "×", "s"]
+    assert all(r["value"] > 0 for r in rows)
 
 
 def test_overhead_side_by_side_with_openai_agents_when_installed():
@@ -166,6 +187,7 @@ def test_the_runner_refuses_unknown_benchmarks(capsys):
     assert "unknown benchmark" in capsys.readouterr().err
     assert set(PLAN) == {
         "cost",
+        "first_run",
         "token_cache",
         "fanout",
         "sweep",

@@ -27,7 +27,7 @@ def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--help"])
     assert exited.value.code == 0
     shown = capsys.readouterr().out
-    assert _commands() == ["notebooks", "reproduce"]
+    assert _commands() == ["notebooks", "reproduce", "serve-local"]
     for command in _commands():
         assert command in shown
 
@@ -93,3 +93,46 @@ def test_package_data_names_every_shipped_file_and_only_existing_ones() -> None:
     folder = package / "notebooks"
     for relative in teaching_notebooks.shipped_files(folder):
         assert folder / relative in matched, f"{relative} would be missing from the wheel"
+
+
+def test_serve_local_prints_the_base_url_and_stops_the_server_on_ctrl_c(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import os
+    import sys
+    from types import SimpleNamespace
+
+    import agentnb.__main__ as cli
+    from agentnb.models import local
+
+    tests = Path(__file__).resolve().parent
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tests), *sys.path]))
+    monkeypatch.setenv("FAKE_LLAMA", "serve")
+    monkeypatch.setattr(local.LocalModel, "_server_module", "fake_llama_server")
+    servers: list[local.LocalModel] = []
+    made = local.local_model
+
+    def recorded(*args, **kwargs):
+        servers.append(made(*args, **kwargs))
+        return servers[-1]
+
+    def ctrl_c(seconds: float) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(local, "local_model", recorded)
+    monkeypatch.setattr(cli, "time", SimpleNamespace(sleep=ctrl_c))  # the CLI's wait only
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF")
+
+    assert main(["serve-local", "--model", str(gguf)]) == 0
+    out = capsys.readouterr().out
+    assert "Serving tiny at http://127.0.0.1:" in out and "Stopped." in out
+    assert "base_url='http://127.0.0.1:" in out
+    assert not servers[0].running and servers[0].pid is None
+
+
+def test_serve_local_with_a_missing_model_says_so_and_fails(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert main(["serve-local", "--model", str(tmp_path / "missing.gguf")]) == 1
+    assert "no such file" in capsys.readouterr().err

@@ -28,6 +28,7 @@ import anthropic  # noqa: F401 (imported now, so that no run's time includes imp
 import openai
 import pytest
 from fake_anthropic_server import error_event, message, text
+from fake_anthropic_server import event as anthropic_event
 from fake_anthropic_server import streamed as anthropic_stream
 from fake_openai_server import completion
 from fake_openai_server import streamed as openai_stream
@@ -111,7 +112,8 @@ def _openai_sse_call(name: str, raw: str) -> list[str]:
 def _anthropic_sse_call(name: str, arguments: Any) -> list[str]:
     block = {"type": "tool_use", "id": "toolu_1", "name": name, "input": {"raw": 1}}
     events = anthropic_stream(block, piece=_WHOLE_PIECE).events
-    raw = json.dumps(arguments)  # a stream sends the input as JSON text
+    # a stream sends the input as JSON text; a str is that text as is (maybe not JSON)
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return [
         e.replace(json.dumps(json.dumps({"raw": 1}))[1:-1], json.dumps(raw)[1:-1]) for e in events
     ]
@@ -183,6 +185,8 @@ class Fault:
     """"whole" or "streamed": a fault of one form only."""
     output: str | None = None
     """The answer of a run that finishes, when not one of the replies' usual texts."""
+    partial: str | None = None
+    """The text a broken stream had shown, kept on its model call's span."""
 
     def expected(self, provider: Provider) -> Fault:
         return replace(self, **self.in_stream) if provider.streamed else self
@@ -246,6 +250,44 @@ def _error_event(p: Provider) -> list[Play]:
         [*sse_head(), Send(error_event("overloaded_error", "Overloaded").encode()), Close()],
         p.ok("fine"),
     ]
+
+
+def _then(p: Provider, events: list[str], tail: list[str]) -> list[Play]:
+    """A stream of ``events`` then ``tail``, after which the server says nothing more."""
+    return [[*sse_head(), *(Send(e.encode()) for e in [*events, *tail]), Hang()]]
+
+
+def _after_the_end(p: Provider) -> list[Play]:
+    """A good stream, then more text after its end marker (and a server that never closes)."""
+    if p.name.startswith("openai"):
+        extra = [sse_event(_chunk(" and more")).data.decode(), sse_event("[DONE]").data.decode()]
+    else:
+        delta = {"type": "text_delta", "text": " and more"}
+        extra = [anthropic_event("content_block_delta", index=0, delta=delta)]
+    return _then(p, text_events(p, "fine", piece=100), extra)
+
+
+def _text_that_is(value: Any, after: int) -> Callable[[Provider], list[Play]]:
+    """A stream whose delta number ``after`` (counting text deltas) holds ``value``, not text."""
+
+    def plays(p: Provider) -> list[Play]:
+        events = text_events(p, "one two three", piece=4)
+        first = 1 if p.name.startswith("openai") else 3  # the role chunk; message_start...
+        bad = json.loads(events[first + after].split("data: ", 1)[1])
+        if p.name.startswith("openai"):
+            bad["choices"][0]["delta"]["content"] = value
+            event = sse_event(bad).data.decode()
+        else:
+            bad["delta"]["text"] = value
+            event = anthropic_event("content_block_delta", index=0, delta=bad["delta"])
+        return _then(p, events[: first + after], [event])
+
+    return plays
+
+
+def _keep_alives(p: Provider) -> list[Play]:
+    """A stream that sends only keep-alive comments, every 20 ms, for 10 s."""
+    return [[*sse_head(), *[Pause(0.02), Send(b": keep-alive\n\n")] * 500, Close()]]
 
 
 BROKEN = "a stream that broke off after it began"
@@ -409,6 +451,59 @@ FAULTS: dict[str, Fault] = {
         seen=2,
     ),
     "10-mb-reply": Fault(lambda p: [p.ok(BIG)], ok=True, seen=1, within=10.0),
+    "data-after-the-end-marker": Fault(_after_the_end, ok=True, seen=1, only="streamed"),
+    "a-delta-whose-text-is-a-number": Fault(
+        _text_that_is(12345, after=2),
+        ok=False,
+        seen=1,
+        says=f"{BROKEN} (a delta whose ",
+        partial="one two ",
+        only="streamed",
+    ),
+    "a-first-delta-whose-text-is-an-object": Fault(
+        _text_that_is({"no": "text"}, after=0),
+        ok=False,
+        seen=1,
+        says="is dict {'no': 'text'}, not text",
+        only="streamed",
+    ),
+    "reply-past-max-response-chars": Fault(
+        lambda p: [p.ok("x" * 200)],
+        ok=False,
+        seen=1,
+        status=200,
+        options={"max_response_chars": 50},
+        says="longer than max_response_chars=50 (text and tool arguments)",
+        # a stream's first delta (the whole text) is past it: nothing was shown
+        in_stream={"status": None, "says": "a reply longer than max_response_chars=50 "},
+    ),
+    "reply-past-max-response-chars-in-pieces": Fault(
+        lambda p: [_sse(text_events(p, "x" * 200, piece=4))],
+        ok=False,
+        seen=1,
+        options={"max_response_chars": 50},
+        says=f"{BROKEN} (a reply longer than max_response_chars=50",
+        partial="x" * 48,
+        only="streamed",
+    ),
+    "keep-alives-only-past-the-idle-limit": Fault(
+        _keep_alives,
+        ok=False,
+        seen=3,
+        retries=2,
+        options={"timeout": 5.0, "stream_idle": 0.1},
+        says="nothing came for 0.1 s while streaming the reply",
+        only="streamed",
+    ),
+    "keep-alives-only-past-the-timeout": Fault(
+        _keep_alives,
+        ok=False,
+        seen=2,
+        retries=1,
+        options=BRIEF,
+        says="no complete reply within the timeout of 0.2 s",
+        only="streamed",
+    ),
 }
 
 
@@ -498,6 +593,9 @@ def test_a_single_agent(name, provider, tmp_path):
             for line in result.log_lines()
         )
     check_trace(result, fault, model.name)
+    if fault.partial is not None:
+        call = [s for s in result.spans if s.kind == "model_call"][-1]
+        assert call.attrs["partial_text"] == fault.partial
     if name.startswith("tool-call"):
         sent_back = json.dumps(server.requests[1].json())
         assert "ERROR: " in sent_back  # the model was told, and may recover

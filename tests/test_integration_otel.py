@@ -244,3 +244,46 @@ async def test_tokens_are_counted_on_the_recorded_messages(word_tokenizer):
     assert f"Review: {CLAUSE}" in word_tokenizer and "You review clauses." in word_tokenizer
     legal = calls.iloc[1]
     assert legal["tokens_in"] == 3 + len(CLAUSE.split())  # "You review clauses." and the clause
+
+
+def _fake_span(span_id: int, name: str = "chat fake-model", **attributes: object) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        name=name,
+        context=SimpleNamespace(span_id=span_id, trace_id=7),
+        parent=None,
+        start_time=span_id * 1_000,
+        end_time=span_id * 1_000 + 500,
+        attributes={
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "fake-model",
+            "gen_ai.usage.input_tokens": 10 * span_id,
+            "gen_ai.usage.output_tokens": 2,
+            **attributes,
+        },
+        status=None,
+        events=(),
+    )
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        object(),  # nothing a span has
+        _fake_span(2, **{"gen_ai.input.messages": '[{"role": "user", "parts": 5}]'}),
+        _fake_span(2, **{"gen_ai.usage.input_tokens": object()}),
+        type("Odd", (), {"name": "odd", "context": None, "attributes": {}})(),
+    ],
+    ids=["not-a-span", "parts-not-a-list", "usage-not-a-number", "no-context"],
+)
+def test_a_malformed_span_is_skipped_with_a_warning_and_the_rest_kept(broken):
+    from agentnb.integrations.otel import calls_from_spans
+
+    spans = [_fake_span(1), broken, _fake_span(3)]
+
+    with pytest.warns(UserWarning, match=r"1 span\(s\) could not be read and were skipped"):
+        calls = calls_from_spans(spans)
+
+    assert list(calls["provider_tokens_in"]) == [10, 30]
+    assert list(calls["model"]) == ["fake-model", "fake-model"]

@@ -102,6 +102,57 @@ def test_a_stop_behaviour_makes_a_tools_result_the_output(behavior, expected):
     assert len(model.requests) == (1 if behavior == "stop_on_first_tool" else 2)
 
 
+def _fails(x: str) -> str:
+    """Always fails."""
+    raise RuntimeError("the database is down")
+
+
+@pytest.mark.parametrize(
+    "behavior", ["stop_on_first_tool", a.StopAtTools("fails"), a.StopAtTools("nosuch")]
+)
+@pytest.mark.parametrize(
+    "call",
+    [
+        a.tool_call("fails", x="q"),
+        a.ToolCall("fails", '{"x": "q",'),  # not JSON
+        a.ToolCall("fails", '{"y": 1}'),  # not its arguments
+        a.tool_call("nosuch", x="q"),  # no such tool
+    ],
+    ids=["raises", "invalid-json", "invalid-arguments", "unknown-tool"],
+)
+def test_a_stop_on_a_failed_tool_ends_the_run_with_the_error_never_as_the_answer(behavior, call):
+    model = a.ScriptedModel([call, a.say("never")])
+    agent = a.Agent("w", "x", model, [a.tool(_fails, name="fails")], tool_use_behavior=behavior)
+
+    result = a.run_sync(agent, "go")
+
+    if isinstance(behavior, a.StopAtTools) and call.name not in behavior.names:
+        assert result.ok and result.output == "never"  # not a stopping tool: the model saw it
+        assert model.requests[1].tool_results[0].startswith(("ERROR", "Tool error"))
+        return
+    assert not result.ok and result.output is None
+    assert isinstance(result.error, a.ToolFailed)
+    assert result.error.tool == call.name and result.error.agent == "w"
+    said = str(result.error)
+    assert ("ERROR" in said or "Tool error" in said) and "run_llm_again" in said
+    assert len(model.requests) == 1  # no further model call
+    tool_span = next(s for s in result.spans if s.kind == "tool_call")
+    assert tool_span.status == "error"
+
+
+def test_a_stop_on_a_tool_that_succeeds_after_another_failed_gives_its_result():
+    model = a.ScriptedModel([[a.tool_call("fails", x="q"), a.tool_call("note", text="y")]])
+    agent = a.Agent(
+        "w",
+        "x",
+        model,
+        [a.tool(_fails, name="fails"), note],
+        tool_use_behavior=a.StopAtTools("note"),
+    )
+    result = a.run_sync(agent, "go")
+    assert result.ok and result.output == "noted"
+
+
 def test_a_sub_agent_that_stops_on_its_tool_answers_its_caller_with_the_result():
     sub = a.Agent(
         "sub",

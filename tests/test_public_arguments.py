@@ -194,11 +194,17 @@ def _keywords(fn: Any, *skip: str) -> list[str]:
 
 HTTP = ["model", *_keywords(a.OpenAIModel, "model")]
 ANTHROPIC = ["model", *_keywords(a.AnthropicModel, "model")]
+RESPONSES = ["model", *_keywords(a.OpenAIResponsesModel, "model")]
 
 CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
     # models
     "OpenAIModel": (HTTP, lambda o, v: _http(a.OpenAIModel, o, v)),
     "AnthropicModel": (ANTHROPIC, lambda o, v: _http(a.AnthropicModel, o, v)),
+    "OpenAIResponsesModel": (RESPONSES, lambda o, v: _http(a.OpenAIResponsesModel, o, v)),
+    "HostedTool": (
+        ["type", "options"],
+        lambda o, v: a.HostedTool(v) if o == "type" else a.HostedTool("web_search", extra=v),
+    ),
     "ScriptedModel": (
         _keywords(a.ScriptedModel),
         lambda o, v: a.ScriptedModel(**{"script": [a.say("hi")], o: v}),
@@ -208,6 +214,12 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         lambda o, v: a.FunctionModel(**{"fn": lambda r: "hi", o: v}),
     ),
     "ModelSettings": (_keywords(a.ModelSettings), lambda o, v: a.ModelSettings(**{o: v})),
+    # made, not started: a bad option is refused before any server is launched
+    "local_model": (
+        _keywords(a.local_model, "model_options"),
+        lambda o, v: a.local_model(**{o: v}),
+    ),
+    "LocalModel": (_keywords(a.LocalModel, "model_options"), lambda o, v: a.LocalModel(**{o: v})),
     "record": (
         _keywords(a.record),
         lambda o, v: _in_scratch(
@@ -251,7 +263,10 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
     ),
     "Approval": (_keywords(a.Approval), lambda o, v: a.Approval(**{"approved": True, o: v})),
     # patterns
-    "HandoffRoute": (["name", "fallback"], lambda o, v: a.HandoffRoute(**{"name": "r", o: v})),
+    "HandoffRoute": (
+        ["name", "rules", "fallback"],
+        lambda o, v: a.HandoffRoute(**{"name": "r", o: v}),
+    ),
     "hierarchy": (
         ["orchestrator", "workers", "max_turns"],
         lambda o, v: a.hierarchy(**{"orchestrator": _agent(), "workers": [_agent("w")], o: v}),
@@ -300,6 +315,29 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         ),
     ),
     "Prices": (_keywords(a.Prices), lambda o, v: a.Prices(**{o: v})),
+    "Prices.add": (
+        ["model", "input", "output", "source", "as_of", "currency", "cached_input", "cache_write"],
+        lambda o, v: a.Prices().add(
+            **{"model": "m", "input": 1.0, "output": 2.0, "source": "s", "as_of": "2026", o: v}
+        ),
+    ),
+    "cache_estimate": (
+        ["data", "provider", "earlier", "minimum", "step", "breakpoints", "lookback"],
+        lambda o, v: a.cache_estimate(**{"data": _result(), o: v}),
+    ),
+    "cost_table": (
+        ["data", "by", "baseline", "prices", "unit", "caching"],
+        lambda o, v: a.cost_table(**{"data": _result(), o: v}),
+    ),
+    "stream_sync": (
+        ["target", "input", "timeout", "max_turns", "on_event", "hooks", "model_settings"],
+        lambda o, v: _stream(o, v),
+    ),
+    "GuardrailResult": (
+        ["tripwire", "info"],
+        lambda o, v: a.GuardrailResult(**{"tripwire": False, o: v}),
+    ),
+    "Message": (["role", "content"], lambda o, v: a.Message(**{"role": "user", o: v})),
     "experiment": (
         _keywords(a.experiment),
         lambda o, v: _in_scratch(
@@ -347,7 +385,6 @@ COVERED_ELSEWHERE = {
 
 NOT_CONFIGURED = {
     # records agentnb fills and hands back (or a model client builds): their fields are data
-    "Message",
     "ModelRequest",
     "ModelResponse",
     "ToolCall",
@@ -360,7 +397,6 @@ NOT_CONFIGURED = {
     "ToolCallContext",
     "ToolOutcome",
     "Guardrail",
-    "GuardrailResult",
     "PendingCall",
     "ApprovalRecord",
     "TeamTool",
@@ -402,16 +438,13 @@ NOT_CONFIGURED = {
     "reject_all",
     "assemble_prompt",
     "run_streamed",
-    "stream_sync",
     "harshest",
     "majority",
     "judge",
     "add_cost",
     "breakdown",
     "breakdown_growth",
-    "cache_estimate",
     "cost_fit",
-    "cost_table",
     "critical_path",
     "latency_series",
     "section_costs",
@@ -439,7 +472,9 @@ def test_every_public_name_is_covered() -> None:
     }
     known = set(CONSTRUCTORS) | set(COVERED_ELSEWHERE) | NOT_CONFIGURED | errors
     assert set(a.__all__) - known == set(), "a public name without a case: add one"
-    assert known - set(a.__all__) - {"Backoff"} == set(), "a case for a name no longer public"
+    assert known - set(a.__all__) - {"Backoff", "Prices.add"} == set(), (
+        "a case for a name no longer public"
+    )
 
 
 CASES = [(name, option) for name, (options, _) in CONSTRUCTORS.items() for option in options]
@@ -463,6 +498,7 @@ def test_public_constructors(name: str, option: str, value: Any) -> None:
 
 NUMBERS = {
     "OpenAIModel": ("max_concurrency", "max_retries", "timeout", "stream_idle", "backoff"),
+    "OpenAIResponsesModel": ("max_concurrency", "max_retries", "timeout", "stream_idle", "backoff"),
     "AnthropicModel": (
         "max_tokens",
         "max_concurrency",
@@ -480,6 +516,9 @@ NUMBERS = {
     "chain": ("timeout",),
     "verify_loop": ("max_rounds", "timeout"),
     "sweep": ("repeat",),
+    "cache_estimate": ("minimum", "step", "lookback"),
+    "Prices.add": ("input", "output", "cached_input", "cache_write"),
+    "stream_sync": ("timeout", "max_turns"),
     "experiment": ("trials",),
     "open_experiment": ("version",),
     "compare": ("confidence",),
@@ -503,6 +542,7 @@ FLAGS = {
     "experiment": ("progress",),
     "pareto": ("lower_x", "higher_y"),
     "Prices": ("defaults",),
+    "GuardrailResult": ("tripwire",),
 }
 """Options that take True or False: anything else is refused, not read as true or false
 (``ModelSettings.parallel_tool_calls`` also takes None: not set)."""
@@ -516,6 +556,26 @@ def test_backoff(option: str, value: Any) -> None:
     if isinstance(value, (bool, str)) or (isinstance(value, float) and math.isnan(value)):
         with pytest.raises(a.UserError):
             Backoff(**{option: value})
+
+
+_RESULTS: list[a.RunResult] = []
+
+
+def _result() -> a.RunResult:
+    """One run's result, made once, for the functions that read results."""
+    if not _RESULTS:
+        _RESULTS.append(a.run_sync(_agent(), "q"))
+    return _RESULTS[0]
+
+
+def _stream(option: str, value: Any) -> None:
+    if option == "target":
+        events = list(a.stream_sync(value, "q"))
+    elif option == "input":
+        events = list(a.stream_sync(_agent(), value))
+    else:
+        events = list(a.stream_sync(_agent(), "q", **{option: value}))
+    assert isinstance(events[-1], a.RunEnded)
 
 
 def _tool_fn(x: int) -> int:
@@ -584,3 +644,56 @@ def test_a_long_or_multiline_value_is_quoted_on_one_short_line() -> None:
         a.Limits(timeout=["line\n" * 100])  # type: ignore[arg-type]
     message = str(raised.value)
     assert "\n" not in message and len(message) < 160 and message.endswith("...")
+
+
+async def _async_on_event(event: Any) -> None:
+    pass
+
+
+def _guarding_itself() -> a.RunResult:
+    checker = a.Agent("checker", "Say ok.", a.ScriptedModel([a.say("ok")] * 400))
+    checker.input_guardrails = (a.agent_guardrail(checker, lambda out: out != "ok"),)
+    return a.run_sync(checker, "go")
+
+
+ISSUE_24_ITEM_5 = {
+    "cache_estimate(minimum=-5)": lambda: a.cache_estimate(_result(), minimum=-5),
+    "cache_estimate(minimum={'gpt': -5})": lambda: a.cache_estimate(_result(), minimum={"gpt": -5}),
+    "cache_estimate(step=True)": lambda: a.cache_estimate(_result(), step=True),
+    "Prices({'m': 3})": lambda: a.Prices({"m": 3}, source="s", as_of="2026"),
+    "Prices({'m': (1, 2, 3)})": lambda: a.Prices({"m": (1, 2, 3)}, source="s", as_of="2026"),
+    "Prices.add(input=True)": lambda: a.Prices().add(
+        "m", input=True, output=1, source="s", as_of="2026"
+    ),
+    "Prices.add(source=5)": lambda: a.Prices().add("m", input=1, output=1, source=5, as_of="x"),
+    "cost_table(prices='x')": lambda: a.cost_table(_result(), prices="x"),
+    "cost_table(by=5)": lambda: a.cost_table(_result(), by=5),
+    "cost_table(baseline={})": lambda: a.cost_table(_result(), baseline={}),
+    "cost_table([])": lambda: a.cost_table([]),
+    "cost_table(caching='yes')": lambda: a.cost_table(_result(), caching="yes"),
+    "HandoffRoute('r', rules=5)": lambda: a.HandoffRoute("r", rules=5),  # type: ignore[arg-type]
+    "stream_sync(a function without on_event)": lambda: a.stream_sync(lambda: 1),
+    "Message('banana', 'hi')": lambda: a.Message("banana", "hi"),  # type: ignore[arg-type]
+    "GuardrailResult(tripwire='no')": lambda: a.GuardrailResult(tripwire="no"),  # type: ignore[arg-type]
+    "run_sync(on_event=<async function>)": lambda: a.run_sync(
+        _agent(), "q", on_event=_async_on_event
+    ),
+}
+"""The bad inputs issue 24 (item 5) lists: each a one-line `UserError`, raised at once."""
+
+
+@pytest.mark.parametrize("call", list(ISSUE_24_ITEM_5), ids=list(ISSUE_24_ITEM_5))
+def test_each_bad_input_of_issue_24_is_a_one_line_user_error(call: str) -> None:
+    with pytest.raises(a.UserError) as raised:
+        ISSUE_24_ITEM_5[call]()
+    message = str(raised.value)
+    assert "\n" not in message.strip() and message.strip(), message
+    assert "got" in message, message
+
+
+def test_a_guardrail_agent_guarding_itself_ends_the_run_with_a_user_error() -> None:
+    result = _guarding_itself()
+
+    assert not result.ok and isinstance(result.error, a.UserError)
+    assert "may not guard itself" in str(result.error)
+    assert len(result.spans) < 20  # refused at once, not after hundreds of nested spans

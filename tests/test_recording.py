@@ -66,8 +66,8 @@ def test_the_file_is_a_header_then_one_canonical_line_per_call(tmp_path):
     lines = path.read_text(encoding="utf-8").splitlines()
     header, *calls = (json.loads(line) for line in lines)
 
-    assert header == {"agentnb_recording": 2, "model": "script-1"}
-    assert [list(c) for c in calls] == [["agent", "request", "response"]] * 2
+    assert header == {"agentnb_recording": 3, "model": "script-1"}
+    assert [list(c) for c in calls] == [["agent", "request", "response", "sha256"]] * 2
     assert [c["request"] for c in calls] == [request_payload(r) for r in model.requests]
     assert calls[0]["response"]["tool_calls"] == [
         {"id": "", "name": "add", "arguments": '{"x":1,"y":2}'}

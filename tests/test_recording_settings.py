@@ -37,8 +37,8 @@ def test_each_call_is_written_with_the_settings_set(tmp_path):
     path, _ = recorded(tmp_path)
     header, call = lines(path)
 
-    assert header["agentnb_recording"] == 2
-    assert list(call) == ["agent", "request", "settings", "response"]
+    assert header["agentnb_recording"] == 3
+    assert list(call) == ["agent", "request", "settings", "response", "sha256"]
     assert call["settings"] == {"temperature": 0.2, "stop": ["END"]}
     assert "settings" not in call["request"]  # the canonical request is unchanged
 
@@ -48,7 +48,7 @@ def test_no_settings_no_field_and_the_same_characters_sent(tmp_path):
     (tmp_path / "with").mkdir()
     _, cool = recorded(tmp_path / "with")
 
-    assert list(lines(path)[1]) == ["agent", "request", "response"]
+    assert list(lines(path)[1]) == ["agent", "request", "response", "sha256"]
     assert cool.chars_in == plain.chars_in  # settings are not "characters sent"
 
 

@@ -3,11 +3,16 @@ names the file, the line and the field, never a KeyError or TypeError later in a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import re
+from pathlib import Path
 
 import pytest
 
 import agentnb as a
+from agentnb.models import _recording_file
 
 HEADER = {"agentnb_recording": 1, "model": "m"}
 REQUEST = {"system": "Work.", "messages": [{"role": "user", "content": "go"}], "tools": []}
@@ -94,10 +99,10 @@ def test_a_damaged_entry_names_file_line_and_field(tmp_path, line, says):
 
 def test_an_unknown_format_version_is_refused_with_the_versions_read(tmp_path):
     path = tmp_path / "future.jsonl"
-    write(path, {"agentnb_recording": 3, "model": "m"}, entry())
+    write(path, {"agentnb_recording": 4, "model": "m"}, entry())
 
     with pytest.raises(
-        a.UserError, match=r"future.jsonl:1: .*version 3; this agentnb reads version 1, 2"
+        a.UserError, match=r"future.jsonl:1: .*version 4; this agentnb reads version 1, 2, 3"
     ):
         a.replay(path)
 
@@ -158,3 +163,114 @@ def test_recordings_joined_end_to_end_replay_both_parts(tmp_path):
     replay = a.replay(path)
 
     assert replay.remaining == 2
+
+
+# -- what is read at all: regular files, lines of bounded size and depth
+
+
+def test_a_device_is_refused_before_it_is_read():
+    with pytest.raises(a.UserError, match=r"'/dev/zero' is not a regular file"):
+        a.replay("/dev/zero")
+
+
+def test_a_named_pipe_is_refused_without_blocking(tmp_path):
+    pipe = tmp_path / "pipe.jsonl"
+    os.mkfifo(pipe)  # opening it for reading would wait for a writer forever
+
+    with pytest.raises(a.UserError, match=r"pipe.jsonl' is not a regular file"):
+        a.replay(pipe)
+
+
+def test_a_line_nested_too_deeply_is_refused_naming_it(tmp_path):
+    path = tmp_path / "deep.jsonl"
+    write(path, HEADER, b"[" * 100_000 + b"]" * 100_000)
+
+    with pytest.raises(a.UserError, match=r"deep.jsonl:2 is JSON nested too deeply"):
+        a.replay(path)
+
+
+def test_a_line_past_the_bound_is_refused_naming_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(_recording_file, "MAX_LINE_BYTES", 1000)
+    path = tmp_path / "long.jsonl"
+    write(path, HEADER, entry(text="x" * 2000))
+
+    with pytest.raises(a.UserError, match=r"long.jsonl:2 is longer than 0 MiB"):
+        a.replay(path)
+
+
+def test_the_line_bound_is_far_above_a_recorded_answer():
+    assert _recording_file.MAX_LINE_BYTES >= 64 * 2**20
+
+
+async def test_a_20_mb_recorded_answer_replays(tmp_path):
+    path = tmp_path / "big.jsonl"
+    big = "y" * 20_000_000
+    request = a.ModelRequest("Work.", [a.Message.user("go")], [], None, "w")
+    recorder = a.record(a.ScriptedModel([a.say(big)]), path)
+    await recorder.request(request)
+
+    replayed = await a.replay(path).request(request)
+
+    assert path.stat().st_size > 20_000_000
+    assert replayed.text == big
+
+
+# -- checksums: a line changed after it was recorded is refused, naming it
+
+
+def _recorded(tmp_path) -> tuple:
+    path = tmp_path / "run.jsonl"
+    a.run_sync(a.Agent("w", "Work.", a.record(a.ScriptedModel([a.say("done")]), path)), "go")
+    return path, path.read_text(encoding="utf-8").splitlines()
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (
+            lambda line: line.replace('"text":"done"', '"text":"DONE"'),
+            "does not match its checksum",
+        ),
+        (
+            lambda line: re.sub(r'"output_tokens":(\d+|null)', '"output_tokens":123456', line),
+            "does not match",
+        ),
+        (lambda line: re.sub(r',"sha256":"[0-9a-f]+"', "", line), "has no checksum"),
+    ],
+    ids=["changed-text", "changed-usage", "checksum-removed"],
+)
+def test_a_hand_edited_entry_is_refused_naming_its_line(tmp_path, edit, says):
+    path, (header, line) = _recorded(tmp_path)
+    a.replay(path)  # as recorded: fine
+    path.write_text(f"{header}\n{edit(line)}\n", encoding="utf-8")
+
+    with pytest.raises(a.UserError, match=rf"run.jsonl:2: the entry {says}"):
+        a.replay(path)
+
+
+def test_a_negative_usage_is_refused_in_any_version(tmp_path):
+    path = tmp_path / "negative.jsonl"
+    write(path, HEADER, entry(usage={"input_tokens": -3, "output_tokens": 1}))
+
+    with pytest.raises(a.UserError, match=r"negative.jsonl:2: response.usage.input_tokens"):
+        a.replay(path)
+
+
+def test_an_entry_appended_to_an_old_recording_is_checked_and_the_old_ones_are_not(tmp_path):
+    path = tmp_path / "old.jsonl"
+    write(path, HEADER, entry())
+    request = a.ModelRequest("Work.", [a.Message.user("again")], [], None, "w")
+    asyncio.run(a.record(a.ScriptedModel([a.say("new")]), path, append=True).request(request))
+    assert a.replay(path).remaining == 2
+    header, old, new = path.read_text(encoding="utf-8").splitlines()
+    path.write_text(f"{header}\n{old}\n{new.replace('new', 'NEW')}\n", encoding="utf-8")
+
+    with pytest.raises(a.UserError, match=r"old.jsonl:3: the entry does not match its checksum"):
+        a.replay(path)
+
+
+def test_the_shipped_recordings_replay_unchanged():
+    shipped = sorted(Path(__file__).parent.parent.glob("notebooks/recordings/*.jsonl"))
+    assert shipped
+    for path in shipped:
+        assert a.replay(path).remaining > 0

@@ -7,7 +7,7 @@ import pickle
 
 import pytest
 from fake_openai_server import FakeOpenAIServer, completion, error
-from secret_scan import KEY, MASKED, assert_no_key, exception_texts
+from secret_scan import KEY, MASKED, assert_no_key, exception_texts, traceback_with_locals
 
 import agentnb as a
 from agentnb.models import Backoff
@@ -93,3 +93,44 @@ def test_a_model_made_with_a_client_refuses_to_be_pickled():
 def test_a_secret_refuses_to_be_pickled():
     with pytest.raises(a.UserError, match="never pickled"):
         pickle.dumps(Secret(KEY))
+
+
+def _stream_echoing_the_key(server_url: str, streamed: bool) -> a.RunResult:
+    model = a.OpenAIModel(
+        "fake-model", base_url=server_url + "/v1", api_key=KEY, backoff=FAST, max_retries=1
+    )
+    agent = a.Agent("w", "Work.", model)
+    try:
+        if streamed:
+            return list(a.stream_sync(agent, "go"))[-1].result
+        return a.run_sync(agent, "go")
+    finally:
+        a.run_sync(model.aclose())
+
+
+@pytest.mark.parametrize(
+    "play",
+    ["401", "error-event-after-a-delta", "error-event-first", "not-json"],
+)
+def test_no_frame_of_a_failed_call_holds_the_key(play):
+    # What `%xmode Verbose` and error trackers print: the traceback with each frame's locals.
+    from fault_server import Close, FaultServer, response, sse_event, sse_head
+
+    echo = f"Incorrect API key provided: {MASKED}; your key {KEY} was refused"
+    chunk = {"choices": [{"index": 0, "delta": {"content": "so far "}, "finish_reason": None}]}
+    plays = {
+        "401": [response(401, {"error": {"message": echo}})],
+        "error-event-after-a-delta": [
+            [*sse_head(), sse_event(chunk), sse_event({"error": {"message": echo}}), Close()]
+        ],
+        "error-event-first": [[*sse_head(), sse_event({"error": {"message": echo}}), Close()]],
+        "not-json": [response(200, f"<html>{echo}</html>", {"Content-Type": "text/html"})],
+    }[play]
+    with FaultServer(plays) as server:
+        result = _stream_echoing_the_key(server.url, streamed=play.startswith("error-event"))
+
+    assert isinstance(result.error, a.ModelHTTPError)
+    rendered = "".join(traceback_with_locals(result.error))
+    assert "failed =" in rendered or "failed=" in rendered  # the locals are rendered
+    for leak in (KEY, MASKED, KEY[:8]):
+        assert leak not in rendered

@@ -146,3 +146,13 @@ def test_a_run_nobody_watches_has_no_span_hook():
 
     assert a.run_sync(agent(), "go").ok and seen == [None]
     assert a.run_sync(agent(), "go", on_event=lambda e: None).ok and callable(seen[-1])
+
+
+def test_a_watched_run_s_result_pickles_without_its_watcher():
+    import pickle
+
+    result = a.run_sync(_hierarchy(), "Review clause 4.", on_event=lambda e: None)
+    copy = pickle.loads(pickle.dumps(result))
+
+    assert copy.log_lines() == result.log_lines() and len(copy.spans) == len(result.spans)
+    assert copy.trace.on_span is None and result.trace.on_span is not None

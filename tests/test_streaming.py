@@ -211,7 +211,23 @@ async def test_a_call_that_breaks_mid_stream_keeps_its_partial_text_on_its_span(
     assert list(result.calls["status"]) == ["ok", "error"]
     failed = next(s for s in result.spans if s.span_id == result.calls["span_id"][1])
     assert failed.status == "error" and failed.attrs["partial_text"] == "Clause 9 is fi"
+    assert result.partial == "Clause 9 is fi"
     assert isinstance(events[-1], a.RunEnded) and events[-1].result is result
+
+
+async def test_a_sub_agents_broken_stream_gives_its_partial_answer_to_the_caller():
+    worker = a.Agent("worker", "x", BreaksMidway(), [lookup])
+    boss_model = a.ScriptedModel([a.tool_call("worker", input="check clause 9"), "noted"])
+    boss = a.Agent("boss", "Delegate.", boss_model, [worker.as_tool()])
+
+    result = await a.run_streamed(boss, "go").result()
+
+    assert result.ok
+    seen = boss_model.requests[1].tool_results[0]
+    assert "StreamBroken" in seen or "broke" in seen
+    assert seen.endswith("Partial result: Clause 9 is fi")
+    tool_span = next(s for s in result.spans if s.kind == "tool_call" and s.name == "worker")
+    assert tool_span.status == "error"
 
 
 async def test_parallel_sub_agents_stream_into_one_stream_each_under_its_path():

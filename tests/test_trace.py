@@ -150,6 +150,8 @@ async def test_a_history_reread_over_ten_turns_is_counted_once(word_tokenizer: l
     model = a.ScriptedModel([a.tool_call("note", text=f"n{i}") for i in range(9)] + ["done"])
 
     result = await a.run(a.Agent("w", system, model, [note]), long_input)
+    assert word_tokenizer == []  # a run counts nothing: its rows are counted when read
+    calls = result.calls
 
     assert len(model.requests) == 10
     assert word_tokenizer.count(long_input) == 1
@@ -157,7 +159,7 @@ async def test_a_history_reread_over_ten_turns_is_counted_once(word_tokenizer: l
     assert word_tokenizer.count("noted: n0") == 1  # each tool result, once
     # a call's arguments are counted once, as output; the history reuses that count
     assert word_tokenizer.count('{"text":"n0"}') == 1
-    assert result.calls["tokens_in"].iloc[-1] > 2_000 + 300
+    assert calls["tokens_in"].iloc[-1] > 2_000 + 300
 
 
 async def test_counts_follow_a_change_of_tokenizer():
@@ -318,6 +320,7 @@ def test_a_call_row_holds_the_call_s_span_and_sizes_in_their_fields():
     assert row.chars_in == sizes["total"] == len(canonical_request(model.requests[0]))
     assert [getattr(row, f"chars_in_{c}") for c in COMPONENTS] == [sizes[c] for c in COMPONENTS]
     assert (row.chars_out, row.tool_calls, row.stop_reason, row.status) == (5, 0, "stop", "ok")
+    assert row.chars_on_wire == row.chars_in  # the whole request went
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,8 @@ not record message contents gives usage only, ``chars_in`` empty and the reason 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
@@ -163,37 +164,80 @@ def response(span: Any) -> ModelResponse | None:
 
 
 def traces(spans: Iterable[Any]) -> list[Trace]:
-    """One agentnb `Trace` per OpenTelemetry trace id, spans in start order."""
-    ordered = sorted(spans, key=lambda s: s.start_time or 0)
+    """One agentnb `Trace` per OpenTelemetry trace id, spans in start order.
+
+    A span that cannot be read (no ids, times or attributes of the usual types, a field of
+    another shape) is skipped, and a warning says how many were and why the first was: one
+    bad span from a third-party exporter does not cost the whole table."""
+    skipped: list[str] = []
+    ordered = sorted(_well_formed(spans, skipped), key=lambda s: s.start_time or 0)
     by_id = {s.context.span_id: s for s in ordered}
     out: dict[int, Trace] = {}
     kept: dict[int, Span] = {}
     turns: dict[str | None, int] = {}
     for raw in ordered:
-        kind = operation(raw)
-        if kind is None:
+        try:
+            kind = operation(raw)
+            if kind is None:
+                continue
+            tid = raw.context.trace_id
+            trace = out.get(tid) or Trace(f"{tid:032x}"[:12], t0=(raw.start_time or 0) / 1e9)
+            parent = _nearest(raw, by_id, kept)
+            attrs = raw.attributes or {}
+            name = str(attrs.get("gen_ai.agent.name") or (parent.agent if parent else "?"))
+            if kind == "agent":
+                path = f"{parent.path}/{name}" if parent is not None else name
+                depth = parent.depth + 1 if parent is not None else 0
+            else:
+                path = parent.path if parent is not None else name
+                depth = parent.depth if parent is not None else 0
+            span = _span(raw, kind, parent, name, path, depth, trace)
+            key = parent.span_id if parent else None
+            row = _row(raw, span, trace, turns.get(key, 0) + 1) if kind == "model_call" else None
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            skipped.append(f"{_label(raw)}: {type(exc).__name__}: {exc}")
             continue
-        tid = raw.context.trace_id
-        trace = out.get(tid)
-        if trace is None:
-            trace = out[tid] = Trace(f"{tid:032x}"[:12], t0=(raw.start_time or 0) / 1e9)
-        parent = _nearest(raw, by_id, kept)
-        attrs = raw.attributes or {}
-        name = str(attrs.get("gen_ai.agent.name") or (parent.agent if parent else "?"))
-        if kind == "agent":
-            path = f"{parent.path}/{name}" if parent is not None else name
-            depth = parent.depth + 1 if parent is not None else 0
-        else:
-            path = parent.path if parent is not None else name
-            depth = parent.depth if parent is not None else 0
-        span = _span(raw, kind, parent, name, path, depth, trace)
+        out[tid] = trace
         kept[raw.context.span_id] = span
         trace.spans.append(span)
-        if kind == "model_call":
-            key = parent.span_id if parent else None
+        if row is not None:
             turns[key] = turns.get(key, 0) + 1
-            trace.call_rows.append(_row(raw, span, trace, turns[key]))
+            trace.call_rows.append(row)
+    if skipped:
+        warnings.warn(
+            f"{len(skipped)} span(s) could not be read and were skipped (the first: "
+            f"{skipped[0]}); the other spans are read as usual.",
+            stacklevel=3,
+        )
     return list(out.values())
+
+
+def _well_formed(spans: Iterable[Any], skipped: list[str]) -> list[Any]:
+    """The spans whose ids and times have the types a finished span's have."""
+    kept = []
+    for raw in spans:
+        try:
+            ids = (raw.context.span_id, raw.context.trace_id)
+            times = (raw.start_time or 0, raw.end_time or 0)
+            parent = raw.parent
+            fine = (
+                all(isinstance(v, int) for v in (*ids, *times))
+                and (parent is None or isinstance(parent.span_id, int))
+                and (raw.attributes is None or isinstance(raw.attributes, Mapping))
+            )
+        except AttributeError as exc:
+            skipped.append(f"{_label(raw)}: {exc}")
+            continue
+        if fine:
+            kept.append(raw)
+        else:
+            skipped.append(f"{_label(raw)}: its ids, times or attributes are not of a span's types")
+    return kept
+
+
+def _label(raw: Any) -> str:
+    name = getattr(raw, "name", None)
+    return repr(name)[:60] if isinstance(name, str) else f"a {type(raw).__name__}"
 
 
 def _nearest(raw: Any, by_id: dict[int, Any], kept: dict[int, Span]) -> Span | None:
@@ -238,17 +282,23 @@ def _span(
 
 def _usage(attrs: Any) -> Usage:
     """The framework's reported usage (``gen_ai.usage.*``; None where it reports none)."""
-    tokens_in, tokens_out = (
-        attrs.get("gen_ai.usage.input_tokens"),
-        attrs.get("gen_ai.usage.output_tokens"),
-    )
     return Usage(
-        tokens_in,
-        tokens_out,
+        _count(attrs, "gen_ai.usage.input_tokens"),
+        _count(attrs, "gen_ai.usage.output_tokens"),
         1,
-        attrs.get("gen_ai.usage.cache_read.input_tokens"),
-        attrs.get("gen_ai.usage.cache_creation.input_tokens"),
+        _count(attrs, "gen_ai.usage.cache_read.input_tokens"),
+        _count(attrs, "gen_ai.usage.cache_creation.input_tokens"),
     )
+
+
+def _count(attrs: Any, key: str) -> int | None:
+    """A token count attribute: a whole number or absent (anything else: TypeError)."""
+    value = attrs.get(key)
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise TypeError(f"{key} is {value!r}, not a count of tokens")
 
 
 def _row(raw: Any, span: Span, trace: Trace, turn: int) -> CallRow:

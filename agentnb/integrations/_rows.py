@@ -10,7 +10,6 @@ and every table and plot reads it the same way.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 from ..models.types import Usage
@@ -34,9 +33,11 @@ def counted(
 
 
 def with_sizes(row: CallRow, sizes: dict[str, int]) -> CallRow:
-    """``row`` with its characters counted another way (``sizes``: `request_sizes`' keys)."""
-    changes: dict[str, Any] = {_COLUMN[key]: value for key, value in sizes.items()}
-    return replace(row, **changes)
+    """``row``, just measured, with its characters counted another way (``sizes``:
+    `request_sizes`' keys); set in place, so that its tokens are still counted when read."""
+    for key, value in sizes.items():
+        setattr(row, _COLUMN[key], value)
+    return row
 
 
 _COLUMN = {"total": "chars_in", **{c: f"chars_in_{c}" for c in COMPONENTS}}
@@ -85,6 +86,7 @@ def call_row(
         "chars_in_tool_results": size("tool_results"),
         "chars_in_framing": size("framing"),
         "chars_out": chars_out,
+        "chars_on_wire": size("total"),  # what the framework sent in all: its request as measured
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
         "tokens_method": method,
@@ -120,12 +122,14 @@ def row_values(row: CallRow) -> dict[str, Any]:
 def reported_usage(trace: Trace) -> Usage:
     """The provider-reported usage summed over a trace's calls (None where none reported)."""
     usage = Usage()
-    for row in map(row_values, trace.call_rows):
-        usage = usage + Usage(row["provider_tokens_in"], row["provider_tokens_out"], 1)
+    for row in trace.call_rows:  # the reported columns only: no token counted here
+        usage = usage + Usage(row.provider_tokens_in, row.provider_tokens_out, 1)
     return usage
 
 
 def mark_span(span: Span, row: CallRow) -> None:
-    """What the trace tree shows on a model call's span (as the run loop sets it)."""
-    span.attrs.update(chars_in=row.chars_in, chars_out=row.chars_out, tokens_in=row.tokens_in)
-    span.attrs["tokens_out"] = row.tokens_out
+    """What the trace tree shows on a model call's span (as the run loop sets it); a row not
+    yet counted puts its tokens there when it is (`CallRow.count_tokens`)."""
+    span.attrs.update(chars_in=row.chars_in, chars_out=row.chars_out)
+    if row.pending is None:
+        span.attrs.update(tokens_in=row.tokens_in, tokens_out=row.tokens_out)

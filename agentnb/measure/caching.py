@@ -50,6 +50,24 @@ ANTHROPIC_MINIMUM: dict[str, int] = {
 ANTHROPIC_DEFAULT_MINIMUM = 1024
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_minimum(minimum: Any) -> None:
+    """``minimum`` is None, a whole number >= 0, or a mapping of model prefixes to such."""
+    if minimum is None or (_count(minimum) and minimum >= 0):
+        return
+    if isinstance(minimum, Mapping) and all(
+        isinstance(k, str) and _count(v) and v >= 0 for k, v in minimum.items()
+    ):
+        return
+    raise UserError(
+        "minimum must be the minimum cacheable length in tokens, a whole number >= 0, or a "
+        f"dict of them by model name prefix ({{'claude-3-haiku': 2048}}), got {minimum!r}"[:300]
+    )
+
+
 def cache_estimate(
     data: Any,
     provider: Provider = "openai",
@@ -81,8 +99,9 @@ def cache_estimate(
     if breakpoints not in ("auto", None):
         raise UserError(f"breakpoints must be 'auto' or None, got {breakpoints!r}")
     for label, value in (("step", step), ("lookback", lookback)):
-        if not isinstance(value, int) or value < 1:
+        if not _count(value) or value < 1:
             raise UserError(f"{label} must be a whole number >= 1, got {value!r}")
+    _check_minimum(minimum)
     frame = calls_frame(data).copy()
     if "prefix" not in frame:
         raise UserError(

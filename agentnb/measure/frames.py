@@ -35,6 +35,11 @@ def calls_frame(data: Any) -> pd.DataFrame:
                 part = item.copy()
                 ok, error, critical = True, None, None
             else:
+                if not (hasattr(item, "calls") or isinstance(item, (list, tuple))):
+                    raise UserError(
+                        f"Expected a result, a calls frame or a list of them for {label!r}, "
+                        f"got {type(item).__name__}"
+                    )
                 rows, ok, error = result_rows(item)
                 part = pd.DataFrame.from_records(rows or [{}], columns=_call_columns())
                 critical = critical_path(item)
@@ -55,6 +60,8 @@ def calls_frame(data: Any) -> pd.DataFrame:
         frame.attrs["params"] = [LABEL]
         return frame
     if isinstance(data, Sequence) and not isinstance(data, str):
+        if not data:
+            raise UserError("Expected results or frames to read, got an empty list")
         return pd.concat([calls_frame(d) for d in data], ignore_index=True)
     if hasattr(data, "calls"):
         calls = data.calls
@@ -78,8 +85,13 @@ def group_columns(frame: pd.DataFrame, by: str | Sequence[str] | None) -> list[s
         names = list(frame.attrs.get("params", []))
     elif isinstance(by, str):
         names = [by]
-    else:
+    elif isinstance(by, Sequence) and all(isinstance(n, str) for n in by):
         names = list(by)
+    else:
+        raise UserError(
+            f"by= takes a column name or a list of them (or None: the sweep's parameters), "
+            f"got {by!r}"[:200]
+        )
     missing = [n for n in names if n not in frame.columns]
     if missing:
         raise UserError(

@@ -124,6 +124,11 @@ class Prices:
             if isinstance(entry, Price):
                 self._prices[model] = entry
                 continue
+            if not isinstance(entry, (tuple, list)) or len(entry) != 2:
+                raise UserError(
+                    f"Prices({{{model!r}: ...}}) takes an (input, output) pair of prices per "
+                    f"million tokens, or an agentnb.Price; got {entry!r}"[:300]
+                )
             if source is None or as_of is None:
                 raise UserError(
                     "Prices given as (input, output) pairs need source= and as_of= (where the "
@@ -156,10 +161,18 @@ class Prices:
             ("cached_input", cached_input),
             ("cache_write", cache_write),
         ):
-            if value is not None and (not isinstance(value, (int, float)) or value < 0):
+            if value is not None and (
+                not isinstance(value, (int, float))
+                or isinstance(value, bool)
+                or not value >= 0  # NaN too
+            ):
                 raise UserError(f"{label} price for {model!r} must be >= 0 or None, got {value!r}")
+        checks.text(model, "Prices.add(model)", empty=False)
         if not source or not as_of:
             raise UserError(f"The price of {model!r} needs a source and an as_of date")
+        checks.text(source, "Prices.add(source=...)", empty=False)
+        checks.text(as_of, "Prices.add(as_of=...)", empty=False)
+        checks.text(currency, "Prices.add(currency=...)", empty=False)
         in_price = None if input is None else float(input)
         out_price = None if output is None else float(output)
         self._prices[model] = Price(

@@ -18,6 +18,8 @@ from ..trace.prefixes import TOKEN_COMPONENTS, Prefix, components
 from ..trace.sizes import COMPONENTS
 from .frames import calls_frame, group_columns, grouped, run_columns
 
+_CACHING = ("openai", "anthropic")
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -98,8 +100,22 @@ def cost_table(
     """
     import pandas as pd
 
-    if unit not in ("chars", "tokens"):
+    if not isinstance(unit, str) or unit not in ("chars", "tokens"):
         raise UserError(f"unit must be 'chars' or 'tokens', got {unit!r}")
+    if caching is not None and (not isinstance(caching, str) or caching not in _CACHING):
+        raise UserError(f"caching must be 'openai', 'anthropic' or None, got {caching!r}")
+    from .prices import Prices as PriceTable
+
+    if prices is not None and not isinstance(prices, PriceTable):
+        raise UserError(
+            f"prices must be an agentnb.Prices table (or None), got {type(prices).__name__}: "
+            "agentnb.Prices() has the default prices, Prices({...}, source=..., as_of=...) yours"
+        )
+    if isinstance(baseline, Mapping) and not baseline:
+        raise UserError(
+            "baseline= takes None (the first configuration), a dict of parameter values that "
+            "selects one ({'mode': 'generalist'}), or a result or calls frame; got {}"
+        )
     frame = calls_frame(data)
     keys = group_columns(frame, by)
     extra: tuple[str, ...] = ()

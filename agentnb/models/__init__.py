@@ -1,6 +1,7 @@
 """The model layer: provider-neutral types, the client protocol, scripted and real models."""
 
 from ._http import Backoff
+from ._openai_wire import ToolChoices
 from .base import ModelClient
 from .registry import model_from_spec, register_provider
 from .scripted import FunctionModel, Say, ScriptedModel, say, tool_call, usage
@@ -19,6 +20,7 @@ __all__ = [
     "Say",
     "ScriptedModel",
     "ToolCall",
+    "ToolChoices",
     "ToolSpec",
     "Usage",
     "model_from_spec",

@@ -22,8 +22,9 @@ from ._anthropic_wire import (
     response_from_wire,
 )
 from ._http import Failure
-from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
+from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
 from .deltas import StreamItem, TextChunk, ToolCallChunk
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ class MessageStream:
         self.request = request
         self.mode = mode
         self.complete = False
+        self.ended = False
         self.message: dict[str, Any] | None = None
         self.blocks: dict[int, dict[str, Any]] = {}
         self.json: dict[int, list[str]] = {}
@@ -76,7 +78,7 @@ class MessageStream:
                 return [
                     ToolCallChunk(self.calls - 1, block.get("name", ""), "", block.get("id", ""))
                 ]
-            if block.get("type") == "text" and block.get("text"):
+            if block.get("type") == "text" and text_in(block.get("text"), "text"):
                 return [TextChunk(block["text"])]
         elif kind == "content_block_delta":
             return self._delta(int(data["index"]), data["delta"])
@@ -87,6 +89,7 @@ class MessageStream:
                     {k: v for k, v in (data.get("usage") or {}).items() if v is not None}
                 )
         elif kind == "message_stop":
+            self.ended = True
             self.complete = self.message is not None
         elif kind == "error":
             error = data.get("error") or {}
@@ -97,10 +100,11 @@ class MessageStream:
     def _delta(self, index: int, delta: dict[str, Any]) -> list[TextChunk | ToolCallChunk]:
         block = self.blocks.setdefault(index, {"type": "text", "text": ""})
         if delta.get("type") == "text_delta":
-            block["text"] = block.get("text", "") + delta["text"]
-            return [TextChunk(delta["text"])] if delta["text"] else []
+            piece = text_in(delta.get("text"), "text")
+            block["text"] = block.get("text", "") + piece
+            return [TextChunk(piece)] if piece else []
         if delta.get("type") == "input_json_delta":
-            part = delta.get("partial_json", "")
+            part = text_in(delta.get("partial_json"), "tool input")
             self.json.setdefault(index, []).append(part)
             if index == self.answer:
                 return [TextChunk(part)] if part else []
@@ -109,15 +113,38 @@ class MessageStream:
         return []  # thinking, signatures, citations: not part of the answer's text
 
     def response(self) -> ModelResponse:
+        """The message read whole. A tool's input that is not JSON is kept as its call's raw
+        arguments, so the model is told, as for OpenAI, rather than the call failing (the
+        answer tool of ``structured="tool"`` excepted: that input is the answer)."""
         assert self.message is not None
         content = []
+        raw: list[str | None] = []  # per tool call: its input's text when it is not JSON
         for index, block in sorted(self.blocks.items()):
             if block.get("type") == "tool_use":
                 text = "".join(self.json.get(index, []))
-                block = {**block, "input": json.loads(text) if text.strip() else {}}
+                try:
+                    value, bad = (json.loads(text) if text.strip() else {}), None
+                except ValueError:
+                    if self._is_answer(block):
+                        raise
+                    value, bad = {}, text
+                block = {**block, "input": value}
+                raw.append(bad)
             content.append(block)
         message = {**self.message, "content": content, "stop_reason": self.stop_reason}
-        return response_from_wire(attrs(message, _RAW), self.request, self.mode)
+        response = response_from_wire(attrs(message, _RAW), self.request, self.mode)
+        if any(raw) and len(response.tool_calls) == len(raw):
+            for call, bad in zip(response.tool_calls, raw):
+                if bad is not None:
+                    call.arguments = bad
+        return response
+
+    def _is_answer(self, block: dict[str, Any]) -> bool:
+        return (
+            self.mode == "tool"
+            and self.request.output_schema is not None
+            and block.get("name") == output_tool_name(self.request)
+        )
 
     def missing(self) -> str:
         if self.message is None:
@@ -131,8 +158,7 @@ async def stream_message(model: AnthropicModel, request: ModelRequest) -> AsyncI
         body = request_to_wire(
             model.model, request, model.structured, model.max_tokens, model.cache
         )
-        params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-        extra = {"extra_body": params} if params else {}
+        extra = extra_body(model.params, body)  # ModelSettings.extra, params
 
         def open_stream() -> Any:
             return client.messages.with_streaming_response.create(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from typing import NoReturn, TypeVar
 
 T = TypeVar("T")
@@ -75,12 +75,18 @@ class Deadline:
         seconds = self.idle if limit == "idle" else self.timeout
         raise AttemptTimeout(limit, seconds or 0.0) from None
 
-    async def each(self, stream: AsyncIterator[T]) -> AsyncIterator[T]:
-        """The items of ``stream``, each within ``idle`` and all within ``timeout``."""
+    async def each(self, stream: AsyncIterator[T]) -> AsyncGenerator[T, None]:
+        """The items of ``stream``, each within ``idle`` and all within ``timeout``; what
+        ``stream`` skips (a stream's keep-alive comments) does not count as an item."""
         iterator = stream.__aiter__()
-        while True:
-            try:
-                item = await self.run(iterator.__anext__(), idle=True)
-            except StopAsyncIteration:
-                return
-            yield item
+        try:
+            while True:
+                try:
+                    item = await self.run(iterator.__anext__(), idle=True)
+                except StopAsyncIteration:
+                    return
+                yield item
+        finally:  # closed early (the end marker came, or the reader gave up): close ``stream``
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()

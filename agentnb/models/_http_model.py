@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -27,12 +28,17 @@ from ._http import (
     server_message,
 )
 from ._send import Slots
+from .request_fields import check_extra
 
 NO_KEY = "not-needed"
 """Sent as the key to a server given by ``base_url`` when no key is set: vLLM, Ollama,
 LM Studio, llama.cpp and local proxies ignore it unless they were started with a key."""
 
 DEFAULT_BACKOFF = Backoff()
+
+MAX_RESPONSE_CHARS = 20_000_000
+"""The default bound on one reply's text and tool arguments: far above any answer a model
+writes, well below what fills a notebook's memory when a server never stops sending."""
 
 
 class HTTPModel:
@@ -71,6 +77,7 @@ class HTTPModel:
         params: Mapping[str, Any] | None,
         name: str | None,
         stream_idle: float | None = None,
+        max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise checks.fail(
@@ -81,7 +88,9 @@ class HTTPModel:
         checks.non_negative_int(max_retries, where("max_retries"))
         checks.positive_seconds(timeout, where("timeout"), infinite=False)
         checks.positive_seconds(stream_idle, where("stream_idle"), infinite=False)
+        checks.positive_int(max_response_chars, where("max_response_chars"), optional=False)
         checks.mapping(params, where("params"))
+        check_extra(params, where("params"), settings=False)
         checks.text(api_key, where("api_key"), optional=True, quote=False)  # it may be a key
         checks.text(base_url, where("base_url"), optional=True)
         checks.text(name, where("name"), optional=True)
@@ -91,6 +100,7 @@ class HTTPModel:
         self.max_retries = max_retries
         self.timeout = timeout
         self.stream_idle = stream_idle
+        self.max_response_chars = max_response_chars
         self.backoff = Backoff.of(backoff)
         self.params = dict(params or {})
         self._key: Secret | None = None
@@ -108,6 +118,10 @@ class HTTPModel:
             self.base_url = display_url(self._url)
             self._key = Secret(self._find_key(api_key))
         self._slots = Slots(self)
+        try:  # imported now, so that a process's first call does not pay for it in its time
+            self._sdk()
+        except ImportError:  # a client given without its package: imported when first used
+            pass
 
     # -- what a provider supplies
 
@@ -142,19 +156,27 @@ class HTTPModel:
         """What an exception of one attempt was; None when it is not the SDK's nor a
         `Deadline`'s (a bug, not a failure of the server: it is let through)."""
         sdk = self._sdk()
+        scrub = self._slots.scrub  # here, where the reply is read: nothing keeps the key after
         if isinstance(exc, sdk.APIStatusError):
-            return Failure.status_error(exc.status_code, server_message(exc), exc.response.headers)
+            said = scrub(server_message(exc))
+            return Failure.status_error(exc.status_code, said, exc.response.headers)
         if not isinstance(exc, sdk.APIError) and not _from_transport(exc):
             return None
         if isinstance(exc, sdk.APIError) and not isinstance(exc, sdk.APIConnectionError):
-            return Failure(
-                None, f"an unreadable reply ({exc or type(exc).__name__})", retryable=False
-            )
-        return Failure.of(exc, self._url or self.base_url, self.timeout)
+            said = scrub(f"an unreadable reply ({exc or type(exc).__name__})")
+            return Failure(None, said, retryable=False)
+        failed = Failure.of(exc, self._url or self.base_url, self.timeout)
+        return replace(failed, message=scrub(failed.message))
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (if agentnb created it)."""
         await self._slots.aclose()
+
+    def close(self) -> None:
+        """Close the HTTP clients agentnb created on other event loops (``run_sync``'s
+        included), e.g. before the server they talk to goes away; ``await aclose()`` closes
+        the running loop's."""
+        self._slots.close_others()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"

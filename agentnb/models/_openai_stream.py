@@ -14,10 +14,18 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ModelHTTPError, StreamBroken
 from ._http import Failure
-from ._openai_wire import StructuredMode, request_to_wire, response_from_wire, weaker_mode
-from ._sse import ServerError, ServerEvent, attrs, stream_with_retries
+from ._openai_wire import (
+    StructuredMode,
+    request_to_wire,
+    required_refused,
+    response_from_wire,
+    weaker_mode,
+)
+from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
 from .deltas import StreamItem, TextChunk, ToolCallChunk
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -29,7 +37,7 @@ class ChatStream:
 
     def __init__(self) -> None:
         self.complete = False
-        self.done = False
+        self.ended = False  # [DONE] came
         self.finish_reason: str | None = None
         self.text: list[str] = []
         self.refusal: list[str] = []
@@ -39,7 +47,7 @@ class ChatStream:
 
     def feed(self, event: ServerEvent) -> list[TextChunk | ToolCallChunk]:
         if event.data.strip() == "[DONE]":
-            self.done = True
+            self.ended = True
             self.complete = self.finish_reason is not None
             return []
         chunk = json.loads(event.data)
@@ -58,12 +66,14 @@ class ChatStream:
             if choice.get("index", 0) != 0:
                 continue
             delta = choice.get("delta") or {}
-            if delta.get("content"):
-                self.text.append(delta["content"])
-                deltas.append(TextChunk(delta["content"]))
-            if delta.get("refusal"):
-                self.refusal.append(delta["refusal"])
-                deltas.append(TextChunk(delta["refusal"]))
+            content = text_in(delta.get("content"), "content")
+            if content:
+                self.text.append(content)
+                deltas.append(TextChunk(content))
+            refusal = text_in(delta.get("refusal"), "refusal")
+            if refusal:
+                self.refusal.append(refusal)
+                deltas.append(TextChunk(refusal))
             for piece in delta.get("tool_calls") or []:
                 deltas.append(self._call(piece))
             if choice.get("finish_reason"):
@@ -74,15 +84,12 @@ class ChatStream:
         index = int(piece.get("index", len(self.calls)))
         call = self.calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
         function = piece.get("function") or {}
+        name = text_in(function.get("name"), "tool name")
+        arguments = text_in(function.get("arguments"), "tool arguments")
         call["id"] = piece.get("id") or call["id"]
-        call["name"] += function.get("name") or ""
-        call["arguments"] += function.get("arguments") or ""
-        return ToolCallChunk(
-            index,
-            function.get("name") or "",
-            function.get("arguments") or "",
-            piece.get("id") or "",
-        )
+        call["name"] += name
+        call["arguments"] += arguments
+        return ToolCallChunk(index, name, arguments, piece.get("id") or "")
 
     def response(self) -> ModelResponse:
         calls = [
@@ -108,7 +115,7 @@ class ChatStream:
 
     def missing(self) -> str:
         if self.finish_reason is None:
-            return "no finish reason" + ("" if self.done else " and no [DONE]")
+            return "no finish reason" + ("" if self.ended else " and no [DONE]")
         return "no [DONE] after the finish reason"
 
 
@@ -120,10 +127,13 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
 
         def open_stream() -> Any:
             body = request_to_wire(
-                model.model, request, mode, max_tokens_param=model._max_tokens_param
+                model.model,
+                request,
+                mode,
+                max_tokens_param=model._max_tokens_param,
+                tool_choices=model.tool_choices,
             )
-            params = {**model.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-            extra = {"extra_body": params} if params else {}
+            extra = extra_body(model.params, body)  # ModelSettings.extra, params
             return client.chat.completions.with_streaming_response.create(
                 **body,
                 stream=True,
@@ -149,7 +159,12 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
             model._slots, open_stream, ChatStream, events, fallback=fallback
         )
         async with aclosing(items):
-            async for item in items:
-                yield item
+            try:
+                async for item in items:
+                    yield item
+            except StreamBroken:
+                raise
+            except ModelHTTPError as exc:  # refused before the first delta
+                raise required_refused(exc, request) from None
         if mode is not None and mode != model._mode:
             model._mode = mode

@@ -7,14 +7,22 @@ Structured output has three strengths, because servers differ in what they accep
 - ``json_schema``: ``response_format`` with the schema (OpenAI, recent vLLM);
 - ``json_object``: ``response_format={"type": "json_object"}`` plus the schema in the system prompt;
 - ``prompt``: the schema in the system prompt only (any server).
+
+What is sent must also be accepted by the strict servers users run locally, whose request
+models follow the OpenAI reference more closely than OpenAI does: an assistant message with
+tool calls carries ``"content": ""`` rather than ``null`` (llama-cpp-python's server refuses a
+null). The canonical form (`.canonical`), which "characters sent" is measured on, keeps the
+null: this is a detail of the wire, not of the request.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..errors import ModelHTTPError, UserError
 from .settings import TOOL_CHOICES, ModelSettings, unsupported
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
 
@@ -66,7 +74,7 @@ def message_to_wire(message: Message) -> dict[str, Any]:
     if message.role == "assistant" and message.tool_calls:
         return {
             "role": "assistant",
-            "content": message.content,
+            "content": message.content or "",
             "tool_calls": [
                 {
                     "id": c.id,
@@ -89,8 +97,10 @@ def request_to_wire(
     mode: StructuredMode | None,
     *,
     max_tokens_param: str = "max_tokens",
+    tool_choices: ToolChoices | None = None,
 ) -> dict[str, Any]:
-    """The keyword arguments of ``chat.completions.create`` for one request."""
+    """The keyword arguments of ``chat.completions.create`` for one request (``tool_choices``:
+    what the server does with ``tool_choice``; OpenAI's behaviour when None)."""
     system = request.system
     schema = request.output_schema
     if schema is not None and mode in ("json_object", "prompt"):
@@ -121,13 +131,83 @@ def request_to_wire(
         body["response_format"] = {"type": "json_object"}
     if request.max_output_tokens is not None:
         body[max_tokens_param] = request.max_output_tokens
+    choices = tool_choices or OPENAI_TOOL_CHOICES
     if request.settings is not None:
-        _apply_settings(body, request.settings, request, max_tokens_param)
+        _apply_settings(body, request.settings, request, max_tokens_param, choices)
+    if request.tools and "tool_choice" not in body and choices.send_auto:
+        body["tool_choice"] = "auto"
     return body
 
 
+@dataclass(frozen=True, slots=True)
+class ToolChoices:
+    """What a server does with ``tool_choice``, where servers differ from OpenAI.
+
+    - ``send_auto``: send ``"auto"`` when tools are given and no choice is set. OpenAI's
+      default is ``"auto"`` already; llama-cpp-python's ``chatml-function-calling`` format
+      leaves the tools out of the prompt unless a choice is sent.
+    - ``required``: whether the server honours ``"required"``. llama-cpp-python's server
+      answers it with HTTP 500 (an assertion, with an empty message); where it is False, an
+      agent with one tool has ``"required"`` sent as that tool's name (the same demand), and
+      an agent with several gets a `UserError` before any request.
+    """
+
+    send_auto: bool = False
+    required: bool = True
+
+
+OPENAI_TOOL_CHOICES = ToolChoices()
+LLAMA_CPP_TOOL_CHOICES = ToolChoices(send_auto=True, required=False)
+
+
+def _forced(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name}}
+
+
+def _required(request: ModelRequest, choices: ToolChoices) -> str | dict[str, Any]:
+    """``"required"`` as this server can be asked for it."""
+    if choices.required:
+        return "required"
+    names = [t.name for t in request.tools]
+    if len(names) == 1:
+        return _forced(names[0])
+    raise UserError(
+        f"This server cannot honour ModelSettings(tool_choice='required') (llama-cpp-python's "
+        f"answers it with HTTP 500), and {request.agent} has {len(names)} tools, so agentnb "
+        f"cannot send it as the one tool's name. Name the tool to call instead, e.g. "
+        f"ModelSettings(tool_choice={names[0]!r}) (its tools: {', '.join(names)})."
+    )
+
+
+def required_refused(error: ModelHTTPError, request: ModelRequest) -> ModelHTTPError:
+    """``error`` with what to do added, when it may be the server refusing ``"required"``
+    (a 400, 422 or 500 to a request that asked for it; llama-cpp-python's 500 says nothing)."""
+    settings = request.settings
+    if (
+        settings is None
+        or settings.tool_choice != "required"
+        or error.status not in (400, 422, 500)
+        or not request.tools
+    ):
+        return error
+    first = request.tools[0].name
+    return type(error)(
+        f"{error}. The request asked for tool_choice='required', which some servers do not "
+        f"support (llama-cpp-python's answers HTTP 500): name the tool to call instead, e.g. "
+        f"ModelSettings(tool_choice={first!r}), or make the model with "
+        "OpenAIModel(tool_choices=ToolChoices(required=False)), which does so for an agent "
+        "with one tool",
+        status=error.status,
+        events=error.events,
+    )
+
+
 def _apply_settings(
-    body: dict[str, Any], settings: ModelSettings, request: ModelRequest, max_tokens_param: str
+    body: dict[str, Any],
+    settings: ModelSettings,
+    request: ModelRequest,
+    max_tokens_param: str,
+    choices: ToolChoices,
 ) -> None:
     """Chat Completions' names for `ModelSettings` (raises `UserError` before any request)."""
     for name in ("temperature", "top_p", "seed"):
@@ -145,11 +225,13 @@ def _apply_settings(
                 raise unsupported(
                     "Chat Completions", "tool_choice", choice, f"{request.agent} has no tools"
                 )
+        elif choice == "required":
+            body["tool_choice"] = _required(request, choices)
         elif choice in TOOL_CHOICES:
             body["tool_choice"] = choice
         else:
             _check_tool_name(choice, request, "Chat Completions")
-            body["tool_choice"] = {"type": "function", "function": {"name": choice}}
+            body["tool_choice"] = _forced(choice)
     if settings.parallel_tool_calls is not None and request.tools:
         body["parallel_tool_calls"] = settings.parallel_tool_calls
     if settings.extra:  # the client sends extra_body's fields in the request's JSON as they are

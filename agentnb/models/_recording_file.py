@@ -27,6 +27,15 @@ change gives a readable diff)::
 
 Version 1 had no ``settings``: it is still read, and a replay of it does not compare them.
 
+Each entry ends with ``"sha256"``: the SHA-256 of the line's text without that field (since
+version 3). A line changed after it was recorded (a hand edit, a merge gone wrong) no longer
+matches it and is refused, naming the line; a version-3 entry without one is refused too.
+Older recordings have none and are read as they are; an entry appended to one with
+``record(..., append=True)`` has its checksum, which is checked.
+
+Only a regular file is read, a line at a time, each at most `MAX_LINE_BYTES`; a line nested
+too deeply to read is refused, as is a usage count below zero.
+
 No key, header or URL is ever written: only what the model was sent and what it answered.
 Reading checks every line against these models, strictly (a number is not text), and a
 damaged file is a `UserError` naming the file, the line and the field.
@@ -34,20 +43,30 @@ damaged file is a `UserError` naming the file, the line and the field.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import re
+import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from ..errors import AgentRunError, ModelHTTPError, UserError
+from .canonical import dumps
 from .settings import ModelSettings
 from .types import ModelResponse, StopReason, Usage
 
-FORMAT_VERSION = 2
-"""The version `record` writes (2: each call's model settings)."""
-READS = (1, 2)
+FORMAT_VERSION = 3
+"""The version `record` writes (2: each call's model settings; 3: each entry's checksum)."""
+READS = (1, 2, 3)
 """The versions `replay` reads."""
+MAX_LINE_BYTES = 64 * 2**20
+"""The longest line read (64 MiB): far above a recorded answer (a 20 MB one reads), a bound
+on what a file that is not a recording (``/dev/zero``, a huge blob) can make replay load."""
+_CHECKSUM = re.compile(r',"sha256":"([0-9a-f]{64})"\}\s*$')
 _UNSTABLE_EVENTS = frozenset({"queue_wait"})
 
 
@@ -66,12 +85,15 @@ class ToolCallRecord(_Strict):
     arguments: str
 
 
+Count = Annotated[int, Field(ge=0)]
+
+
 class UsageRecord(_Strict):
-    input_tokens: int | None
-    output_tokens: int | None
-    cached_input_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    reasoning_tokens: int | None = None
+    input_tokens: Count | None
+    output_tokens: Count | None
+    cached_input_tokens: Count | None = None
+    cache_write_tokens: Count | None = None
+    reasoning_tokens: Count | None = None
 
 
 class Response(_Strict):
@@ -154,20 +176,71 @@ def error_dict(exc: AgentRunError) -> dict[str, Any]:
     return out
 
 
-def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
-    """The header and the ``(line number, entry)`` pairs of the recording at ``path``,
-    each line checked; anything amiss is a `UserError` naming the file, line and field."""
-    if not path.exists():
-        raise UserError(f"No recording at {str(path)!r}: make one with agentnb.record(model, path)")
-    if path.is_dir():
+def line(entry: dict[str, Any]) -> str:
+    """An entry as the line `record` writes: its JSON, then its checksum."""
+    body = dumps(entry)
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    return f'{body[:-1]},"sha256":"{digest}"}}\n'
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of the regular file at ``path``, each at most `MAX_LINE_BYTES`."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise UserError(
+            f"No recording at {str(path)!r}: make one with agentnb.record(model, path)"
+        ) from None
+    except OSError as exc:
+        raise UserError(f"{str(path)!r} cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(mode):
         raise UserError(
             f"{str(path)!r} is a directory; replay() takes a recording file made by "
             "agentnb.record(model, path)"
         )
+    if not stat.S_ISREG(mode):
+        raise UserError(
+            f"{str(path)!r} is not a regular file (a device, a pipe or a socket); replay() "
+            "reads a recording file made by agentnb.record(model, path)"
+        )
+    with path.open("rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):  # replaced since the check
+            raise UserError(f"{str(path)!r} is not a regular file")
+        for number, raw in enumerate(iter(lambda: file.readline(MAX_LINE_BYTES + 1), b""), 1):
+            if len(raw) > MAX_LINE_BYTES:
+                raise UserError(
+                    f"{path}:{number} is longer than {MAX_LINE_BYTES // 2**20} MiB, the longest "
+                    "line a recording may have; is this an agentnb recording?"
+                )
+            yield number, raw.rstrip(b"\n")
+
+
+def _verified(text: str, version: int, where: str) -> None:
+    """Check the line's checksum (required from version 3)."""
+    found = _CHECKSUM.search(text)
+    if found is None:
+        if version >= 3:
+            raise UserError(
+                f"{where}: the entry has no checksum (sha256), which every entry of a "
+                "version-3 recording has; the line was changed after it was recorded. Record "
+                "it again, or restore the line."
+            )
+        return
+    body = text[: found.start()] + "}"
+    if hashlib.sha256(body.encode("utf-8")).hexdigest() != found.group(1):
+        raise UserError(
+            f"{where}: the entry does not match its checksum (sha256): it was changed after "
+            "it was recorded (by hand?). Record it again, or restore the line."
+        )
+
+
+def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
+    """The header and the ``(line number, entry)`` pairs of the recording at ``path``,
+    each line checked; anything amiss is a `UserError` naming the file, line and field."""
     header: Header | None = None
     version = FORMAT_VERSION
     entries: list[tuple[int, Entry]] = []
-    for number, raw in enumerate(path.read_bytes().split(b"\n"), 1):
+    for number, raw in _lines(path):
         where = f"{path}:{number}"
         try:
             text = raw.decode("utf-8")
@@ -183,6 +256,10 @@ def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
         except json.JSONDecodeError as exc:
             raise UserError(
                 f"{where} is not JSON ({exc.msg}); is this an agentnb recording?"
+            ) from None
+        except RecursionError:
+            raise UserError(
+                f"{where} is JSON nested too deeply to read; is this an agentnb recording?"
             ) from None
         if not isinstance(item, dict):
             raise UserError(
@@ -206,7 +283,9 @@ def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
                 f'{{"agentnb_recording":{FORMAT_VERSION},"model":...}}; is this an agentnb '
                 "recording?"
             )
-        entry: Entry = _checked(Entry, item, where)
+        item.pop("sha256", None)
+        entry: Entry = _checked(Entry, item, where)  # a field amiss is named first, then
+        _verified(text, version, where)  # a line changed in another way
         if version == 1 and entry.settings is not None:
             raise UserError(
                 f"{where}: settings: a version-1 recording has none (they came with version 2); "
@@ -223,6 +302,10 @@ def read(path: Path) -> tuple[Header, list[tuple[int, Entry]]]:
 def _checked(model: type[_Strict], item: dict[str, Any], where: str) -> Any:
     try:
         return model.model_validate(item)
+    except RecursionError:
+        raise UserError(
+            f"{where}: nested too deeply to read; the recording is damaged or not agentnb's"
+        ) from None
     except ValidationError as exc:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "the line"

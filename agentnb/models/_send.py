@@ -103,14 +103,22 @@ class Slots(PerLoop[Slot]):
         try:
             response = await read(raw)
         except (ValueError, TypeError, AttributeError) as exc:
-            text = raw.http_response.text
             why = str(exc) if isinstance(exc, malformed) else "it is not valid JSON"
-            shown = text if len(text) <= 200 else text[:200] + "..."
-            failed = Failure(raw.status_code, f"a reply that is not {reply} ({why}): {shown!r}")
+            failed = self._unreadable(raw, f"a reply that is not {reply} ({why})")
         else:
-            response.events[:0] = events
-            return response
+            longer = longer_than(response, owner.max_response_chars)
+            if longer is None:
+                response.events[:0] = events
+                return response
+            failed = Failure(raw.status_code, longer, retryable=False)
         raise attempts.error(failed)
+
+    def _unreadable(self, raw: Any, what: str) -> Failure:
+        """A reply that could not be read, quoting its start scrubbed of the key (made here,
+        so that no frame of the call's traceback holds the unscrubbed body)."""
+        text = self.scrub(raw.http_response.text[:1000])
+        shown = text if len(text) <= 200 else text[:200] + "..."
+        return Failure(raw.status_code, f"{self.scrub(what)}: {shown!r}")
 
     def attempts(self, events: Events) -> Attempts:
         """The retry state of one call (a request, or a stream until its first delta)."""
@@ -159,6 +167,39 @@ class Slots(PerLoop[Slot]):
         slot = self.pop_current()
         if slot is not None and slot.owned:
             await slot.client.close()
+
+    def close_others(self, timeout: float = 5.0) -> None:
+        """Close the clients agentnb made on every loop but the running one (its own is
+        closed by `aclose`): a loop running in another thread (`run_sync`'s) closes its
+        client there; a loop that is not running is run until its client is closed."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, slot in list(self._items.items()):
+            if loop is running:
+                continue
+            del self._items[loop]
+            if not slot.owned or loop.is_closed():
+                continue
+            if loop.is_running():
+                asyncio.run_coroutine_threadsafe(slot.client.close(), loop).result(timeout)
+            else:
+                loop.run_until_complete(slot.client.close())
+
+
+def longer_than(response: ModelResponse, cap: int) -> str | None:
+    """Why a whole reply is refused when its text and tool arguments pass ``cap`` characters
+    (`HTTPModel.max_response_chars`, the bound a stream is held to as well), else None."""
+    size = len(response.text or "") + sum(
+        len(c.arguments) + len(c.name) for c in response.tool_calls
+    )
+    if size <= cap:
+        return None
+    return (
+        f"a reply of {size:,} characters, longer than max_response_chars={cap:,} (text and "
+        "tool arguments); raise max_response_chars=... on the model if such replies are expected"
+    )
 
 
 class Attempts:

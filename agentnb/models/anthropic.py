@@ -21,7 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import UserError
-from . import checks
+from . import checks, tokenizing
 from ._anthropic_wire import (
     CacheMode,
     MalformedReply,
@@ -30,8 +30,9 @@ from ._anthropic_wire import (
     response_from_wire,
 )
 from ._http import Backoff
-from ._http_model import DEFAULT_BACKOFF, HTTPModel
+from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 __all__ = ["AnthropicModel"]
@@ -48,8 +49,8 @@ class AnthropicModel(HTTPModel):
     - ``max_concurrency``, ``max_retries``, ``timeout`` (each attempt as a whole, a stream
       included), ``stream_idle`` (the longest silence within a stream), ``backoff``
       (``Backoff(max=...)``: the longest wait a ``Retry-After`` may ask for;
-      ``Backoff(total=...)``: the most waiting between the attempts of one call): as for
-      `OpenAIModel`.
+      ``Backoff(total=...)``: the most waiting between the attempts of one call),
+      ``max_response_chars`` (the longest reply, streamed or not): as for `OpenAIModel`.
     - ``structured``: how a structured output is asked for: ``"tool"`` (the model is made to
       call a ``final_answer`` tool whose input is the answer; every Claude model), ``"native"``
       (``output_config`` with the JSON schema; recent models) or ``"prompt"`` (an instruction).
@@ -83,6 +84,7 @@ class AnthropicModel(HTTPModel):
         name: str | None = None,
         cache: CacheMode = None,
         stream_idle: float | None = None,
+        max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
         checks.positive_int(max_tokens, "AnthropicModel(max_tokens=...)", optional=False)
         checks.one_of(structured, "AnthropicModel(structured=...)", ("tool", "native", "prompt"))
@@ -103,8 +105,10 @@ class AnthropicModel(HTTPModel):
             params=params,
             name=name,
             stream_idle=stream_idle,
+            max_response_chars=max_response_chars,
         )
         self.max_tokens = max_tokens
+        self.tokenizer = tokenizing.PROVIDER  # Anthropic publishes no tokenizer for Claude
         self.structured: StructuredMode = structured
         self.cache: CacheMode = cache
 
@@ -123,8 +127,7 @@ class AnthropicModel(HTTPModel):
             body = request_to_wire(
                 self.model, request, self.structured, self.max_tokens, self.cache
             )
-            params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-            extra = {"extra_body": params} if params else {}
+            extra = extra_body(self.params, body)  # ModelSettings.extra, params
 
             async def attempt() -> Any:
                 return await client.messages.with_raw_response.create(

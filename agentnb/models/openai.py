@@ -24,20 +24,25 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
-from . import checks
-from ._http import Backoff, Failure
-from ._http_model import DEFAULT_BACKOFF, NO_KEY, HTTPModel
+from ..errors import ModelHTTPError, UserError
+from . import checks, tokenizing
+from ._http import Backoff, Failure, Secret
+from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
 from ._openai_wire import (
+    OPENAI_TOOL_CHOICES,
     MalformedReply,
     StructuredMode,
+    ToolChoices,
     request_to_wire,
+    required_refused,
     response_from_wire,
     weaker_mode,
 )
 from .deltas import StreamItem
+from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
-__all__ = ["NO_KEY", "OpenAIModel"]
+__all__ = ["NO_KEY", "OpenAIModel", "ToolChoices"]
 
 Structured = Literal["auto", "json_schema", "json_object", "prompt"]
 
@@ -54,8 +59,11 @@ class OpenAIModel(HTTPModel):
     - ``timeout``: seconds one attempt may take as a whole, from connecting to the last byte
       of the reply (a reply that trickles in is cut off too; a streamed reply is bounded as a
       whole the same way); then it is retried.
-    - ``stream_idle``: seconds a streamed reply may go without sending anything before the
-      attempt fails (None: only ``timeout`` bounds it).
+    - ``stream_idle``: seconds a streamed reply may go without sending an event before the
+      attempt fails (None: only ``timeout`` bounds it); keep-alive comments do not count.
+    - ``max_response_chars``: the most characters of text and tool arguments one reply may
+      hold, streamed or not (20 million by default); a longer one ends the call with a
+      `ModelHTTPError` (a `StreamBroken` keeping the text shown, once a stream has begun).
     - ``max_retries``: retries of 429, 408/409, 5xx, timeouts and connection errors (a
       connection refused on a local address is not retried: no server is running there).
     - ``backoff``: a `Backoff`, or the first delay in seconds. ``Backoff(max=...)`` is the
@@ -67,6 +75,13 @@ class OpenAIModel(HTTPModel):
       and, if the server rejects that with 400/422, falls back to JSON mode and then to an
       instruction in the system prompt, remembering what worked.
     - ``params``: extra body fields sent with every request (``temperature``, ``seed``, ...).
+    - ``tool_choices``: a `ToolChoices` for a server whose ``tool_choice`` differs from
+      OpenAI's (``agentnb.local_model()`` sets the one for llama-cpp-python's server).
+    - ``tokenizer``: what agentnb counts this model's tokens with (the ``tokens_method``
+      column says which was used). ``"auto"``: the encoding of an OpenAI model's family
+      (``gpt-4o`` → ``o200k_base``), else, for a server given by ``base_url``, the server's
+      own tokenize endpoint (llama.cpp, llama-cpp-python, vLLM), else the provider's reported
+      usage. Or name one: ``"o200k_base"``, ``"cl100k_base"``, ``"server"``, ``"provider"``.
 
     A pickled copy (a sweep on other processes) carries no key: it reads ``OPENAI_API_KEY``
     where it runs. A model made with ``client=`` cannot be pickled.
@@ -95,12 +110,22 @@ class OpenAIModel(HTTPModel):
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         stream_idle: float | None = None,
+        tool_choices: ToolChoices | None = None,
+        tokenizer: str = "auto",
+        max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
+        if tool_choices is not None and not isinstance(tool_choices, ToolChoices):
+            raise checks.fail(
+                "OpenAIModel(tool_choices=...)",
+                "agentnb.models.ToolChoices(...) or None",
+                tool_choices,
+            )
         checks.one_of(
             structured,
             "OpenAIModel(structured=...)",
             ("auto", "json_schema", "json_object", "prompt"),
         )
+        checks.one_of(tokenizer, "OpenAIModel(tokenizer=...)", tokenizing.CHOICES)
         super().__init__(
             model,
             base_url=base_url,
@@ -113,13 +138,38 @@ class OpenAIModel(HTTPModel):
             params=params,
             name=name,
             stream_idle=stream_idle,
+            max_response_chars=max_response_chars,
         )
         self.structured: Structured = structured
+        self.tool_choices = tool_choices or OPENAI_TOOL_CHOICES
         self._mode: StructuredMode = "json_schema" if structured == "auto" else structured
         target = self.base_url or "https://api.openai.com"
         self._max_tokens_param = (
             "max_completion_tokens" if "api.openai.com" in target else "max_tokens"
         )
+        self.tokenizer: str | tokenizing.ServerTokenizer = self._choose_tokenizer(tokenizer)
+
+    def _choose_tokenizer(self, choice: str) -> str | tokenizing.ServerTokenizer:
+        """What `tokenizer` means for this model and server (see the class docstring)."""
+        url = self._url or (str(self._client.base_url) if self._client is not None else None)
+        local = url is not None and self.host not in url
+        if choice == tokenizing.AUTO:
+            encoding, _ = tokenizing.family_encoding(self.model)
+            if encoding is not None:
+                return encoding
+            choice = tokenizing.SERVER if local else tokenizing.PROVIDER
+        if choice != tokenizing.SERVER:
+            return choice
+        if url is None or not local:
+            raise UserError(
+                f"OpenAIModel({self.model!r}, tokenizer='server') counts with the tokenize "
+                "endpoint of the server given by base_url=...; OpenAI's API has none: use "
+                "tokenizer='o200k_base' or 'cl100k_base'"
+            )
+        key = self._key
+        if key is None and self._client is not None:
+            key = Secret(str(getattr(self._client, "api_key", "") or ""))
+        return tokenizing.ServerTokenizer(url, self.model, key)
 
     def _sdk(self) -> ModuleType:
         import openai
@@ -137,10 +187,13 @@ class OpenAIModel(HTTPModel):
 
             async def attempt() -> Any:
                 body = request_to_wire(
-                    self.model, request, mode, max_tokens_param=self._max_tokens_param
+                    self.model,
+                    request,
+                    mode,
+                    max_tokens_param=self._max_tokens_param,
+                    tool_choices=self.tool_choices,
                 )
-                params = {**self.params, **body.pop("extra_body", {})}  # ModelSettings.extra
-                extra = {"extra_body": params} if params else {}
+                extra = extra_body(self.params, body)  # ModelSettings.extra, params
                 return await client.chat.completions.with_raw_response.create(
                     **body, timeout=self.timeout, **extra
                 )
@@ -158,14 +211,17 @@ class OpenAIModel(HTTPModel):
             async def read(raw: Any) -> ModelResponse:
                 return response_from_wire(raw.parse())
 
-            response = await self._slots.send(
-                attempt,
-                read,
-                events,
-                reply="a chat completion",
-                malformed=MalformedReply,
-                fallback=fallback,
-            )
+            try:
+                response = await self._slots.send(
+                    attempt,
+                    read,
+                    events,
+                    reply="a chat completion",
+                    malformed=MalformedReply,
+                    fallback=fallback,
+                )
+            except ModelHTTPError as exc:
+                raise required_refused(exc, request) from None
             if mode is not None and mode != self._mode:
                 self._mode = mode  # remember what this server accepts
             return response

@@ -37,6 +37,7 @@ from ._recording_file import (
     FORMAT_VERSION,
     Entry,
     error_dict,
+    line,
     read,
     response_dict,
     settings_dict,
@@ -87,6 +88,7 @@ class Recorder:
     def __init__(self, model: ModelClient, path: Path, *, append: bool = False) -> None:
         self.model = model
         self.name = getattr(model, "name", type(model).__name__)
+        self.tokenizer = getattr(model, "tokenizer", None)  # counted as the model it records
         self.path = path
         self.calls = 0
         self._lock = threading.Lock()
@@ -124,9 +126,9 @@ class Recorder:
             raise
 
     def _write(self, entry: dict[str, Any]) -> None:
-        line = dumps(entry) + "\n"
+        text = line(entry)
         with self._lock, self.path.open("a", encoding="utf-8") as file:
-            file.write(line)
+            file.write(text)
             self.calls += 1
 
     def __repr__(self) -> str:

@@ -21,6 +21,12 @@ def _openai(model: str) -> Any:
     return OpenAIModel(model)
 
 
+def _openai_responses(model: str) -> Any:
+    from .openai_responses import OpenAIResponsesModel
+
+    return OpenAIResponsesModel(model)
+
+
 def _anthropic(model: str) -> Any:
     from .anthropic import AnthropicModel
 
@@ -28,6 +34,7 @@ def _anthropic(model: str) -> Any:
 
 
 register_provider("openai", _openai)
+register_provider("openai-responses", _openai_responses)
 register_provider("anthropic", _anthropic)
 
 

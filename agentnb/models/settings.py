@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import UserError
 from . import checks
+from .request_fields import check_extra
 
 TOOL_CHOICES = ("auto", "required", "none")
 """The tool choices every provider understands; any other string names the tool to call."""
@@ -64,6 +65,7 @@ class ModelSettings:
                 raise checks.fail("ModelSettings(stop=...)", "a string or a list of strings", stop)
             object.__setattr__(self, "stop", tuple(stop))
         checks.mapping(self.extra, "ModelSettings(extra=...)")
+        check_extra(self.extra, "ModelSettings(extra=...)", settings=True)
         if self.extra is not None:
             object.__setattr__(self, "extra", dict(self.extra))
 

@@ -12,10 +12,13 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ..errors import UserError
+
 if TYPE_CHECKING:
     from .settings import ModelSettings
 
 Role = Literal["user", "assistant", "tool"]
+_ROLES = frozenset(("user", "assistant", "tool"))
 
 
 @dataclass(slots=True)
@@ -58,6 +61,12 @@ class Message:
     message measured afresh rather than one carrying the old message's size."""
     tokens_cache: Any = field(default=None, init=False, repr=False, compare=False)
     """The trace's token count of this message (`agentnb.trace.tokens`), with its tokenizer."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.role, str) or self.role not in _ROLES:  # not a KeyError mid-run
+            raise UserError(
+                f"Message(role=...) must be 'user', 'assistant' or 'tool', got {self.role!r}"
+            )
 
     @classmethod
     def user(cls, text: str) -> Message:

@@ -40,6 +40,7 @@ class TraceExplorer(Snapshotted, widgets.HBox):  # type: ignore[misc]  # ipywidg
         self.trace = trace
         self.nodes: dict[str, Node] = {}
         self.rows = {r.span_id: r for r in trace.call_rows}
+        trace.count_tokens()  # the tree shows each call's tokens on its span
         options: list[tuple[str, str]] = []
         for depth, node in walk(build(trace.spans)):
             self.nodes[node.span.span_id] = node

@@ -86,6 +86,11 @@ class HandoffRoute:
 
     def __post_init__(self) -> None:
         checks.text(self.name, "HandoffRoute(name)", empty=False)
+        if not isinstance(self.rules, list) or not all(isinstance(r, _Rule) for r in self.rules):
+            raise UserError(
+                f"HandoffRoute({self.name!r}): build its rules with .when(Intent).to(agent), "
+                f"not rules=...; got {self.rules!r}"[:300]
+            )
         if self.fallback is not None and not isinstance(self.fallback, Agent):
             raise checks.fail("HandoffRoute(fallback=...)", "an Agent or None", self.fallback)
 

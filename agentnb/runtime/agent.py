@@ -82,7 +82,8 @@ class Agent:
     """Temperature, tool choice, ...: see `ModelSettings` (``run(model_settings=...)`` overrides)."""
     tool_use_behavior: ToolUseBehavior = "run_llm_again"
     """``"run_llm_again"`` (the default), ``"stop_on_first_tool"`` or ``StopAtTools(...)``: with
-    a stop, the first (or a named) tool's result is the agent's output, with no further call."""
+    a stop, the first (or a named) tool's result is the agent's output, with no further call;
+    if that tool call fails, the run ends ``ok=False`` with `agentnb.errors.ToolFailed`."""
     input_guardrails: Sequence[Guardrail | Callable[..., Any]] = ()
     """Checks of the agent's input (see `agentnb.GuardrailResult`); by default alongside the
     first model call, which a tripwire cancels."""

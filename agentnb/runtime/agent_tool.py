@@ -28,6 +28,7 @@ from ..errors import (
 )
 from ..models import checks
 from ..models.types import Message
+from ..trace.tokens import preload
 from ..words import plural
 from .approval import ask_approval, check_needs_approval
 from .context import RunContext, TokenBudget
@@ -188,6 +189,8 @@ class AgentTool(BaseTool):
         checks.positive_int(max_turns, "as_tool(max_turns=...)")
         checks.positive_seconds(timeout, "as_tool(timeout=...)")
         checks.positive_int(max_tokens, "as_tool(max_tokens=...)")
+        if max_tokens is not None:  # the budget counts during runs: load the tokenizer now
+            preload(None, *([agent.model] if agent.model is not None else []))
         checks.positive_int(max_result_chars, "as_tool(max_result_chars=...)")
         if input_schema is not None and not (
             isinstance(input_schema, type) and issubclass(input_schema, BaseModel)

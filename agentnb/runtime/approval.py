@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from ..errors import NoApprover, UserError
 from ..models import checks
+from ._off_loop import off_loop
 from .callbacks import check_callable
 from .pause import PAUSE, paused_call
 from .tool_context import ToolCallContext
@@ -176,12 +177,8 @@ async def decide(
     trace = ctx.trace
     if needs_approval is not True:
         try:
-            if _takes_two(needs_approval):
-                needed = needs_approval(ctx, arguments)
-            else:
-                needed = needs_approval(pending)
-            if inspect.isawaitable(needed):
-                needed = await needed
+            args = (ctx, arguments) if _takes_two(needs_approval) else (pending,)
+            needed = await off_loop(needs_approval, *args)
         except Exception as exc:
             reason = f"needs_approval raised {type(exc).__name__}: {exc}"
             trace.log(

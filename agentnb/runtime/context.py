@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..models import checks
@@ -106,6 +106,21 @@ class RunContext:
             max_turns=options.max_turns,
         )
         return ctx
+
+    def portable(self) -> RunContext:
+        """A copy that pickles, for a pickled or copied `RunResult`: the run's records (ids,
+        limits, trace, artifacts, usage, approvals) without what belonged to the live run
+        (agents, models, the approver, hooks and streams, ``deps``)."""
+        return replace(
+            self,
+            approver=None,
+            deps=None,
+            active=[],
+            root=None,
+            default_model=None,
+            watchers=None,
+            approvals=list(self.approvals),
+        )
 
     @property
     def depth(self) -> int:

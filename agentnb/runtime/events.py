@@ -24,7 +24,6 @@ them into a sink of span events.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -32,6 +31,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, ToolCallChunk, stream_of
 from ..models.types import ModelResponse, ToolCall
+from ._off_loop import off_loop
+from .hooks import Hooks, reads_rows
 from .outcome import OutcomeKind, ToolOutcome, model_text
 from .stream_output import NOTHING, OutputStream, unwrapped_text
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from ..trace.spans import Listener, Span, SpanKind, Trace
     from .agent import Agent
     from .context import RunContext
-    from .hooks import Hooks
     from .result import RunResult
     from .state import AgentRun
 
@@ -364,7 +364,8 @@ class Watchers:
         response: ModelResponse,
         row: CallRow,
     ) -> None:
-        if self.hooks:
+        if any(map(reads_rows, self.hooks)):
+            # the row as a dict counts its tokens: only for a hook that reads it
             await self._hooks("on_model_end", ctx, state.agent, response, row.as_dict())
 
     async def tool_started(
@@ -418,9 +419,7 @@ async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Ag
 async def _call_hooks(hooks: tuple[Hooks, ...], name: str, *args: Any) -> None:
     for each in hooks:
         try:
-            result = getattr(each, name)(*args)
-            if inspect.isawaitable(result):
-                await result
+            await off_loop(getattr(each, name), *args)
         except asyncio.CancelledError:
             if being_cancelled():  # the run is being cancelled, not failing
                 raise
@@ -479,8 +478,8 @@ async def _streamed(
                 where = (agent, path, depth, span_id, trace.now())
                 sink(ToolCallDelta(*where, item.index, item.name, item.arguments, item.id))
     except BaseException:
-        if pieces:
-            span.attrs["partial_text"] = "".join(pieces)
+        if pieces:  # what the model said before the stream broke: the agent's partial answer
+            span.attrs["partial_text"] = state.last_text = "".join(pieces)
         raise
     finally:
         aclose = getattr(items, "aclose", None)

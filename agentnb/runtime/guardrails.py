@@ -13,7 +13,6 @@ exception. Each check is a ``guardrail`` span in the trace and a ``guardrail`` l
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 from ..errors import GuardrailTripped, UserError
 from ..models import checks
 from ..models.types import Message, ModelResponse
+from ._off_loop import off_loop
 from ._tasks import run_concurrently
 from .callbacks import check_callable
 from .state import AgentRun
@@ -38,6 +38,12 @@ class GuardrailResult:
 
     tripwire: bool
     info: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tripwire, bool):  # "no" and [] would read as True and False
+            raise UserError(
+                f"GuardrailResult(tripwire=...) must be True or False, got {self.tripwire!r}"
+            )
 
 
 GuardrailFunction = Callable[..., Union[GuardrailResult, Awaitable[GuardrailResult]]]  # noqa: UP007
@@ -159,8 +165,7 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
             result = await _ask_agent(guard, value, state, ctx, span)
         else:
             assert guard.fn is not None
-            answer: Any = guard.fn(ctx, agent, value)
-            result = await answer if inspect.isawaitable(answer) else answer
+            result = await off_loop(guard.fn, ctx, agent, value)
         if not isinstance(result, GuardrailResult):
             raise UserError(
                 f"Guardrail {guard.name!r} returned {type(result).__name__}; it must return "
@@ -245,6 +250,12 @@ async def _ask_agent(
 
     agent = guard.agent
     assert agent is not None and guard.trip_when is not None
+    if any(agent is above for above in state.lineage):
+        raise UserError(
+            f"The guardrail {guard.name!r} runs the agent {agent.name!r}, which is already "
+            f"running here ({state.path}): a guardrail agent may not guard itself or an agent "
+            "that runs it. Give the guardrail an agent of its own, without that guardrail."
+        )
     trace = ctx.trace
     depth, path = state.depth + 1, f"{state.path}/{guard.name}"
     agent_span = trace.start(
@@ -271,9 +282,7 @@ async def _ask_agent(
         ctx.active[:] = [a for a in ctx.active if a is not sub]
         trace.close_open_under(agent_span, "cancelled" if status == "ok" else status)
         trace.end(agent_span, status, turns=sub.turns)
-    tripped = guard.trip_when(output)
-    if inspect.isawaitable(tripped):
-        tripped = await tripped
+    tripped = await off_loop(guard.trip_when, output)
     return GuardrailResult(bool(tripped), output)
 
 

@@ -31,7 +31,7 @@ from ..errors import CallbackRaised, UserError
 from ..models import checks
 from ..models.types import Message
 from ..trace.sizes import message_size
-from ..trace.tokens import message_tokens, tokenizer
+from ..trace.tokens import message_tokens, preload, tokenizer
 from .callbacks import check_callable
 from .enabled import check_is_enabled
 from .events import being_cancelled
@@ -83,6 +83,8 @@ class HandoffConfig:
                 )
             checks.positive_int(self.window, "HandoffConfig(window=...)")
         checks.positive_int(self.budget, "HandoffConfig(budget=...)")
+        if self.budget is not None:  # counted during runs: load the tokenizer now, not then
+            preload()
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Subclass `Hooks` and override the methods you need. ``run(..., hooks=MyHooks())`` sees every
 agent of the run, sub-agents and handoff targets included; ``Agent(..., hooks=MyHooks())``
 sees that agent only. Hooks are awaited in the run (run hooks first, then the agent's), so a
-slow hook slows the run; a hook that raises ends the run with ``ok=False`` and its exception
+slow hook slows the run; a plain ``def`` hook runs in a worker thread, so one that blocks does
+not stop the event loop, and the run's ``timeout`` still ends it on time. A hook that raises ends the run with ``ok=False`` and its exception
 as ``RunResult.error``, the calls made so far kept in the trace.
 """
 
@@ -63,3 +64,10 @@ def check_hooks(hooks: Any, where: str) -> None:
             "pass MyHooks(), not MyHooks."
         )
     check_hook_names(hooks, Hooks, where)
+
+
+def reads_rows(hooks: object) -> bool:
+    """Whether ``hooks`` has its own ``on_model_end``, which is given each call's row (and
+    so makes the run count its tokens as it goes, rather than when the rows are read)."""
+    own = getattr(type(hooks), "on_model_end", None)
+    return own is not None and own is not Hooks.on_model_end

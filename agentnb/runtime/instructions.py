@@ -12,6 +12,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ._off_loop import off_loop
 from .prompt import PromptSection, assemble_prompt
 
 if TYPE_CHECKING:
@@ -25,9 +26,8 @@ async def system_prompt(agent: Agent, ctx: RunContext) -> str:
     if isinstance(instructions, str):
         return instructions
     if callable(instructions):
-        value = instructions(ctx, agent) if _takes_agent(instructions) else instructions(ctx)
-        if inspect.isawaitable(value):
-            value = await value
+        args = (ctx, agent) if _takes_agent(instructions) else (ctx,)
+        value = await off_loop(instructions, *args)
         return _as_text(value, agent, "its instructions function returned")
     return _as_text(instructions, agent, "its instructions are")
 

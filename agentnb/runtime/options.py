@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -104,6 +105,16 @@ class RunOptions:
             )
         if self.stream is not None and not isinstance(self.stream, bool):
             raise UserError(f"stream must be True, False or None, got {self.stream!r}")
+        if self.on_event is not None and (
+            inspect.iscoroutinefunction(self.on_event)
+            or inspect.iscoroutinefunction(type(self.on_event).__call__)
+        ):
+            name = getattr(self.on_event, "__name__", type(self.on_event).__name__)
+            raise UserError(
+                "on_event must be a plain function (def on_event(event): ...), called as each "
+                f"event happens, got the async function {name}, whose events would never be "
+                "delivered; to await events, iterate agentnb.run_streamed(...) instead."
+            )
         listeners = self.listeners
         if not isinstance(listeners, (list, tuple)) or not all(callable(f) for f in listeners):
             raise UserError(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..models.types import Message, Usage
+from ..errors import AgentRunError
+from ..models.types import Message, ToolSpec, Usage
 from ..trace.render import result_html, result_text
 from ..trace.spans import Span, Trace
 
@@ -16,6 +18,34 @@ if TYPE_CHECKING:
     from .approval import ApprovalRecord
     from .context import RunContext
     from .pause import Interruption
+
+
+@dataclass(frozen=True)
+class AgentSummary:
+    """What a pickled or copied `RunResult` keeps of an agent: its name, description, model's
+    name and tool specs. The agent itself (its functions, its model's client, a key) stays
+    behind, so a result travels to another process, a cache or a store."""
+
+    name: str
+    description: str = ""
+    model: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+
+    @classmethod
+    def of(cls, agent: Any) -> AgentSummary | None:
+        if agent is None or isinstance(agent, AgentSummary):
+            return agent
+        model = getattr(agent, "model", None)
+        try:
+            specs = tuple(t.spec for t in agent.tool_map().values())
+        except Exception:  # a tool that cannot be built: the name is what matters
+            specs = ()
+        return cls(
+            agent.name,
+            getattr(agent, "description", ""),
+            None if model is None else str(getattr(model, "name", type(model).__name__)),
+            specs,
+        )
 
 
 @dataclass(eq=False)
@@ -32,8 +62,9 @@ class RunResult:
     error: BaseException | None
     usage: Usage
     """Provider-reported tokens summed over every call at every depth (None: not reported)."""
-    last_agent: Agent | None
-    """The agent that answered (differs from the one started when control was handed off)."""
+    last_agent: Agent | AgentSummary | None
+    """The agent that answered (differs from the one started when control was handed off);
+    an `AgentSummary` in a result that was pickled or deep-copied."""
     trace: Trace = field(repr=False)
     messages: list[Message] = field(default_factory=list, repr=False)
     """The root agent's history, ending with its answer."""
@@ -113,6 +144,21 @@ class RunResult:
 
         return to_text(self.output)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle or a deep copy keeps: everything but the live run, the agents reduced
+        to `AgentSummary`, the context to its records (see `RunContext.portable`), and an error
+        that cannot be pickled to its text."""
+        state = dict(self.__dict__)
+        state.pop("_calls", None)  # rebuilt from the trace when asked for
+        state["last_agent"] = AgentSummary.of(self.last_agent)
+        if self.context is not None:
+            state["context"] = self.context.portable()
+        state["error"] = _portable_error(self.error)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
     def __repr__(self) -> str:
         agent = self.last_agent.name if self.last_agent is not None else None
         if self.ok:
@@ -129,3 +175,15 @@ class RunResult:
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
         # IPython's text form (a terminal; text/plain in a notebook): the tree and cost summary.
         printer.text(result_text(self))
+
+
+def _portable_error(error: BaseException | None) -> BaseException | None:
+    """``error``, or an `AgentRunError` with its text when it cannot be pickled (a user's
+    exception with required keyword arguments, or holding something that does not travel)."""
+    if error is None:
+        return None
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return AgentRunError(f"{type(error).__name__}: {error}")
+    return error

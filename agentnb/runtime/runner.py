@@ -22,6 +22,7 @@ from ..errors import (
     OutputValidationError,
     RunCancelled,
     RunTimeout,
+    ToolFailed,
     UserError,
 )
 from ..models import checks
@@ -31,6 +32,7 @@ from ..models.settings import check_settings
 from ..models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
 from ..trace.calls import CallRow
 from ..trace.spans import Span
+from ..trace.tokens import preload
 from ..words import plural
 from ._tasks import run_concurrently
 from .agent import Agent, model_client
@@ -50,6 +52,7 @@ from .events import (
 )
 from .guardrails import first_call, run_guardrails, start_input_checks
 from .handoffs import HandoffTool
+from .hooks import reads_rows
 from .instructions import system_prompt
 from .options import DEFAULT as DEFAULT_OPTIONS
 from .options import RunKeywords, RunOptions
@@ -114,6 +117,8 @@ def start_context(
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)
     model_client(agent, default)  # a UserError now for an agent without a usable model
+    if _counts_while_running(agent, options):  # loaded before the run's clock starts
+        preload(*_models(agent, default))
     ctx = RunContext.create(options, t0=t0)
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
@@ -129,6 +134,31 @@ def start_context(
         ctx.watchers = Watchers(sink, hooks, streams=streams)
         watch_spans(ctx)
     return ctx
+
+
+def _counts_while_running(agent: Agent, options: RunOptions) -> bool:
+    """Whether the run reads token counts as it runs: a token budget, or a hook given each
+    call's row (other runs count when their rows are read, after the run)."""
+    if options.limits is not None and options.limits.max_tokens is not None:
+        return True
+    return reads_rows(options.hooks) or reads_rows(agent.hooks)
+
+
+def _models(agent: Agent, default: ModelClient | None) -> list[object]:
+    """The models of ``agent`` and of the agents its tools may run, once each."""
+    seen: set[int] = set()
+    models: list[object] = [default]
+    todo = [agent]
+    while todo:
+        each = todo.pop()
+        if id(each) in seen:
+            continue
+        seen.add(id(each))
+        models.append(each.model)
+        for tool in each.tools:
+            if isinstance(tool, BaseTool):
+                todo.extend(sub for _, sub in tool.sub_agents())
+    return [m for m in models if m is not None]
 
 
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
@@ -372,6 +402,7 @@ async def _turns(
                 stop = stopping_call(agent.tool_use_behavior, calls)
                 if stop is not None:  # the tool's result is the answer: no further model call
                     answer = _tool_result(state.messages, calls[stop].id)
+                    _never_an_error_as_answer(calls[stop], answer, state, ctx)
                     return await _finish_agent(answer, state, ctx, turn)
             settings = after_tool_calls(settings)
             continue
@@ -432,6 +463,30 @@ async def _finish_agent(
     return NextStepFinalOutput(output)
 
 
+def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: RunContext) -> None:
+    """Raise `ToolFailed` when the call whose result was to end the run failed (its span's
+    status is ``error`` or ``timeout``): a tool error is never the answer of a run that
+    succeeded."""
+    span = next(
+        (
+            s
+            for s in reversed(ctx.trace.spans)
+            if s.kind == "tool_call" and s.attrs.get("call_id") == call.id
+        ),
+        None,
+    )
+    if span is None or span.status not in ("error", "timeout"):
+        return
+    behavior = state.agent.tool_use_behavior
+    raise ToolFailed(
+        f"{state.agent.name}: the tool {call.name!r}, whose result was to be the answer "
+        f"(tool_use_behavior={behavior!r}), failed: {text}. Fix the tool, or use "
+        "tool_use_behavior='run_llm_again' to let the model see the error and try again.",
+        tool=call.name,
+        agent=state.agent.name,
+    )
+
+
 def _tool_result(messages: list[Message], call_id: str) -> str:
     for message in reversed(messages):
         if message.role == "tool" and message.tool_call_id == call_id:
@@ -474,41 +529,46 @@ async def call_model(
         try:
             trace.end(span, status)
         finally:  # the row is kept even when an on_event raises at the call's end
-            _record(ctx, state, request, None, span, status, getattr(exc, "events", None))
+            _record(ctx, model, state, request, None, span, status, getattr(exc, "events", None))
         raise
     try:
         trace.end(span, "ok")
     finally:
-        _record(ctx, state, request, response, span, "ok")
+        row = _record(ctx, model, state, request, response, span, "ok")
     if watchers is not None:
-        await watchers.model_ended(ctx, state, response, trace.call_rows[-1])
+        await watchers.model_ended(ctx, state, response, row)
     return response
+
+
+_LOGGED_EVENTS = ("retry", "structured_fallback", "hosted_tool", "reasoning", "server_state_lost")
+"""A model client's events that also go to the log lines (all stay on the call's span)."""
 
 
 def _record(
     ctx: RunContext,
+    model: ModelClient,
     state: AgentRun,
     request: ModelRequest,
     response: ModelResponse | None,
     span: Span,
     status: str,
     failed_events: list[dict[str, Any]] | None = None,
-) -> None:
-    """Add the call's row to the trace, its sizes to its span, its usage to the run."""
+) -> CallRow:
+    """Add the call's row to the trace, its sizes to its span, its usage to the run (its
+    tokens are counted when the row is read: `CallRow.count_tokens`)."""
     events = response.events if response is not None else (failed_events or [])
-    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events)
+    row = CallRow.measure(ctx.run_id, span, request, response, state.tally, status, events, model)
     ctx.trace.call_rows.append(row)
     attrs = span.attrs
-    attrs["chars_in"], attrs["chars_out"] = row.chars_in, row.chars_out
-    attrs["tokens_in"], attrs["tokens_out"], attrs["retries"] = (
-        row.tokens_in,
-        row.tokens_out,
+    attrs["chars_in"], attrs["chars_out"], attrs["retries"] = (
+        row.chars_in,
+        row.chars_out,
         row.retries,
     )
     if events:
         attrs["events"] = events
         for event in events:  # an adapter's retries and fallbacks show in the log lines too
-            if event.get("event") in ("retry", "structured_fallback"):
+            if event.get("event") in _LOGGED_EVENTS:
                 ctx.trace.log(
                     f"model_{event['event']}",
                     depth=state.depth,
@@ -517,12 +577,13 @@ def _record(
                     **{k: v for k, v in event.items() if k != "event"},
                 )
     if response is None:
-        return
+        return row
     ctx.usage.add(response.usage, requests=1)
     state.usage.add(response.usage, requests=1)
     state.chars_in += row.chars_in
     if state.budgets:
         _charge(state, response.usage, row)
+    return row
 
 
 def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:

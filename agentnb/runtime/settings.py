@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, init=False)
 class StopAtTools:
     """``tool_use_behavior=StopAtTools("lookup", ...)``: a call of one of these tools ends the
-    agent's run, the tool's result becoming its output (no further model call)."""
+    agent's run, the tool's result becoming its output (no further model call).
+
+    A call that fails (the tool raises, its arguments are not valid, no tool has that name)
+    has no result to give: the run ends ``ok=False`` with `agentnb.errors.ToolFailed`, never
+    with the error text as its answer."""
 
     names: tuple[str, ...]
 

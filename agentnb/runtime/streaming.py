@@ -82,14 +82,30 @@ def run_streamed(target: Any, /, *args: Any, **kwargs: Any) -> RunStream[Any]:
         )
     if isinstance(target, Agent):
         return _run_stream(target, *args, **kwargs)
-    if not callable(target):
+    if not callable(target) or not _takes_on_event(target):
         raise UserError(
             "run_streamed takes an Agent and its input, or a pattern and its arguments such as "
-            f"run_streamed(agentnb.parallel, agents, input); got {type(target).__name__}"
+            "run_streamed(agentnb.parallel, agents, input) (a coroutine function that takes "
+            f"on_event=); got {_what(target)}"
         )
     return RunStream(
         getattr(target, "__name__", "pattern"), lambda sink: target(*args, on_event=sink, **kwargs)
     )
+
+
+def _takes_on_event(fn: Callable[..., Any]) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True  # a builtin or an odd callable: let the call say
+    return any(p.name == "on_event" or p.kind == p.VAR_KEYWORD for p in params)
+
+
+def _what(target: Any) -> str:
+    if callable(target):
+        name = getattr(target, "__name__", type(target).__name__)
+        return f"{name}, which takes no on_event="
+    return type(target).__name__
 
 
 def _run_stream(agent: Agent, input: str | list[Message], **options: Any) -> RunStream[RunResult]:

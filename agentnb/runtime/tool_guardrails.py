@@ -13,13 +13,13 @@ A tool with none of these goes straight to `BaseTool.invoke`: the run loop asks
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from ..errors import GuardrailTripped, UserError
 from ..models import checks
+from ._off_loop import off_loop
 from .callbacks import check_callable
 from .outcome import ToolOutcome, model_text
 from .tool_context import ToolCallContext
@@ -121,9 +121,7 @@ async def _verdict(
         tool=tool.name,
     )
     with trace.ends_on_failure(span):
-        verdict = fn(*args)
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
+        verdict = await off_loop(fn, *args)
         if not isinstance(verdict, ToolGuardrail):
             raise UserError(
                 f"Tool guardrail {name!r} returned {type(verdict).__name__}; it must return "

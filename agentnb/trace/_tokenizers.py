@@ -12,9 +12,10 @@ tokens such as ``<|endoftext|>`` as plain text (as a provider does with a user's
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
+
+from ..models.tokenizing import family_encoding
 
 Encoder = Callable[[str], int]
 
@@ -22,7 +23,6 @@ BACKENDS = ("tiktoken", "bpe-openai")
 """Tried in this order by the automatic choice."""
 
 DEFAULT_ENCODING = "o200k_base"
-ENCODINGS = ("o200k_base", "cl100k_base")
 
 TIKTOKEN_TIMEOUT_S = 10.0
 """How long the automatic choice waits for tiktoken to fetch an encoding it has not cached.
@@ -31,25 +31,11 @@ tiktoken's download has no timeout of its own; on a network that drops packets i
 the first model call. After this long the automatic choice moves on to bpe-openai (the
 download, if it ever finishes, is cached for the next process)."""
 
-_FAMILIES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o\d)"), "o200k_base"),
-    (re.compile(r"^(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada)"), "cl100k_base"),
-)
-_ANTHROPIC = re.compile(r"^(claude|anthropic[:/])")
-_PROVIDER = re.compile(r"^[a-z][a-z0-9_-]*[:/]")
-
 
 def encoding_for(model: str | None) -> tuple[str | None, str]:
     """``(encoding, note)`` for a model name: the encoding of its family, or ``None`` when the
     table does not know it; ``note`` is ``""``, ``"default"`` or ``"anthropic"``."""
-    name = (model or "").lower()
-    if _ANTHROPIC.match(name):
-        return None, "anthropic"
-    name = _PROVIDER.sub("", name)
-    for pattern, encoding in _FAMILIES:
-        if pattern.match(name):
-            return encoding, ""
-    return None, "default"
+    return family_encoding(model)
 
 
 def load(backend: str, encoding: str, *, wait: float | None = None) -> Encoder | None:
@@ -91,9 +77,50 @@ def _bpe_openai(encoding: str) -> Encoder:
 
 def _counter(encode: Callable[[str], list[int]]) -> Encoder:
     def count(text: str) -> int:
-        return len(encode(text))
+        if len(text) <= PIECE_CHARS:
+            try:
+                return len(encode(text))
+            except ValueError:  # bpe-openai's "Input too long to encode safely"
+                if len(text) < 2:
+                    raise
+        return in_pieces(text, lambda piece: len(encode(piece)))
 
     return count
+
+
+PIECE_CHARS = 100_000
+"""The longest text counted in one go. bpe-openai refuses a text of a million characters or
+more (or of more than 200,000 tokens); longer texts are counted in pieces (`in_pieces`)."""
+
+
+def in_pieces(text: str, count: Encoder, size: int = PIECE_CHARS) -> int:
+    """``count`` summed over pieces of ``text`` of at most ``size`` characters.
+
+    Each piece ends just before a single space between two other characters, where a
+    byte-pair encoding always starts a new token, so the sum is the count of the whole; only
+    a stretch of a thousand characters without such a space is cut where it stands (a token
+    or two off). A piece the encoder still refuses is halved."""
+    total, start, n = 0, 0, len(text)
+    while start < n:
+        end = min(start + size, n)
+        if end < n:
+            low = max(start + 1, end - 1000)
+            cut = min(end, n - 2)
+            while cut > low and not (
+                text[cut] == " " and not text[cut - 1].isspace() and not text[cut + 1].isspace()
+            ):
+                cut -= 1
+            if cut > low:
+                end = cut
+        piece = text[start:end]
+        try:
+            total += count(piece)
+        except ValueError:
+            if size < 2:
+                raise
+            total += in_pieces(piece, count, size // 2)
+        start = end
+    return total
 
 
 def installed(backend: str) -> bool:

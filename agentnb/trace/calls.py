@@ -4,19 +4,26 @@
 `CallRow.measure` is the one place a row is filled, from the call's span, the request the
 model client received and its response. A field cannot be left out: building a row without
 one is a ``TypeError``, never a ``None`` in a table.
+
+Token counts are the one part of a row that costs real time (loading a tokenizer takes
+seconds, counting is as costly as the rest of the framework), so a run does not count: the
+row keeps what it needs, and the token columns are counted the first time any of them is
+read (`CallRow.count_tokens`), after the run, when ``result.calls`` is built. A token budget
+or a hook that reads a row during the run simply makes that row count then.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from ..models.response_cache import CACHE_EVENT
-from ..models.types import ModelRequest, ModelResponse, Usage
+from ..models.tokenizing import PROVIDER
+from ..models.types import Message, ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
 from .sizes import request_sizes, response_chars
-from .tokens import request_tokens, response_tokens
+from .tokens import own_tokenizer, request_tokens, response_tokens
 
 if TYPE_CHECKING:
     from .spans import Span
@@ -60,6 +67,11 @@ class CallRow:
     chars_in_framing: int
     chars_out: int
     """Characters generated: the answer's text plus its tool calls' arguments."""
+    chars_on_wire: int
+    """Characters that went on the wire, by the rule of ``chars_in``: ``chars_in`` when the
+    whole request was sent; less when the provider kept the conversation and only the new
+    messages were sent (`agentnb.OpenAIResponsesModel` with ``conversation="server"``),
+    while ``provider_tokens_in`` is still billed for the whole context."""
     tokens_in: int | None
     tokens_out: int | None
     tokens_method: str
@@ -88,6 +100,8 @@ class CallRow:
     prefix: Any
     """The request as a chain of fingerprints (`agentnb.trace.prefixes.Prefix`) for
     `agentnb.cache_estimate`; None without a tokenizer."""
+    pending: Any = field(default=None, repr=False, compare=False)
+    """What the token columns are counted from, until they are first read (not a column)."""
 
     @classmethod
     def measure(
@@ -99,28 +113,16 @@ class CallRow:
         tally: HistoryTally | None,
         status: str,
         events: list[dict[str, Any]],
+        model: object = None,
     ) -> CallRow:
         """The row of a finished call (``response`` None: it failed), measured from its span,
-        the request as sent and the client's ``events`` (retries, waits for a slot)."""
-        model = span.name
+        the request as sent and the client's ``events`` (retries, waits for a slot). Its
+        tokens are counted when first read, with ``model``'s tokenizer (a client or a name;
+        None: the span's name)."""
         sizes = request_sizes(request, tally)
-        tokens_in, method = request_tokens(request, tally, model)
-        tokens_out = (
-            response_tokens(response, model)
-            if response is not None and tokens_in is not None
-            else None
-        )
         provider = response.usage if response is not None else _NOT_REPORTED
-        overhead = None
-        if tokens_in is None and provider.input_tokens is not None:
-            tokens_in, tokens_out, method = (
-                provider.input_tokens,
-                provider.output_tokens,
-                "provider",
-            )
-        elif tokens_in is not None and provider.input_tokens is not None:
-            overhead = provider.input_tokens - tokens_in
         wait, retries, cached, latency = 0.0, 0, False, None
+        sent = sizes["total"]
         for event in events:
             if event.get("event") == "queue_wait":
                 wait += event.get("seconds", 0.0)
@@ -128,6 +130,8 @@ class CallRow:
                 retries += 1
             elif event.get("event") == CACHE_EVENT:
                 cached, latency = True, event.get("latency_s")
+            elif event.get("event") == "server_state":  # the model client sent less
+                sent = event.get("chars_on_wire", sent)
         ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
         if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
             ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
@@ -156,22 +160,71 @@ class CallRow:
             sizes["tool_results"],
             sizes["framing"],
             response_chars(response) if response is not None else 0,
-            tokens_in,
-            tokens_out,
-            method,
+            sent,
+            None,
+            None,
+            "",
             provider.input_tokens,
             provider.output_tokens,
             provider.cached_input_tokens,
             provider.cache_write_tokens,
             provider.reasoning_tokens,
-            overhead,
+            None,
             len(response.tool_calls) if response is not None else 0,
             response.stop_reason if response is not None else "error",
             retries,
             status,
             cached,
-            tally.prefix if tally is not None else None,
+            None,
+            _Unsent.keep(span, request, response, tally, span.name if model is None else model),
         )
+
+    def count_tokens(self) -> None:
+        """Fill the token columns (once; reading any of them calls this).
+
+        The model's own tokenizer where one is known (``tokens_method`` names it); else the
+        provider's usage (``provider``); else an estimate of a token per four characters
+        (``estimate:chars/4``)."""
+        pending = self.pending
+        if pending is None:
+            return
+        self.pending = None
+        span, tally, model = pending.span, pending.tally, pending.model
+        request, response = pending.request(), pending.response()
+        try:
+            tokens_in, method = request_tokens(request, tally, model)
+            tokens_out = (
+                response_tokens(response, model)
+                if response is not None and tokens_in is not None
+                else None
+            )
+        except Exception as exc:  # a counter of the user's that fails: the row stays readable
+            tokens_in, tokens_out, method = None, None, f"unavailable ({type(exc).__name__})"
+            if tally is not None:
+                tally.prefix = None
+        reported_in, overhead = self.provider_tokens_in, None
+        if tokens_in is None and reported_in is not None:
+            tokens_in, tokens_out, method = reported_in, self.provider_tokens_out, "provider"
+        elif tokens_in is None and method == PROVIDER:  # no tokenizer and no usage: say so
+            tokens_in = math.ceil(self.chars_in / 4)
+            tokens_out = math.ceil(self.chars_out / 4)
+            method = "estimate:chars/4"
+        elif tokens_in is not None and reported_in is not None:
+            overhead = reported_in - tokens_in
+            if overhead < 0 and own_tokenizer(model):
+                method += " (provider reported fewer)"
+        self.tokens_in, self.tokens_out, self.tokens_method = tokens_in, tokens_out, method
+        self.tokens_in_overhead = overhead
+        self.prefix = tally.prefix if tally is not None and tokens_in is not None else None
+        span.attrs["tokens_in"], span.attrs["tokens_out"] = tokens_in, tokens_out
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.as_dict()  # counted first: what the counts came from stays behind
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for column, value in state.items():
+            setattr(self, column, value)
+        self.pending = None
 
     def values(self) -> tuple[Any, ...]:
         """The fields in the order of `CALL_COLUMNS`."""
@@ -182,5 +235,110 @@ class CallRow:
         return {c: getattr(self, c) for c in CALL_COLUMNS}
 
 
-CALL_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CallRow))
+class _Sent:
+    """The newest history an agent sent, shared by its rows not yet counted."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages = messages
+
+
+class _Unsent:
+    """What a row's request count needs, without holding the request's own copy of the history.
+
+    Every request resends the history, so keeping each request until its row is read would
+    hold a number of message references that grows with the square of the turns. The rows of
+    one agent share one `_Sent` instead, which holds the newest history; a row keeps how many
+    of its messages it sent. A history that did not grow by appending (a handoff replaced it)
+    starts a new `_Sent`; the check is the one `HistoryTally` makes.
+    """
+
+    __slots__ = (
+        "span",
+        "system",
+        "tools",
+        "output_schema",
+        "sent",
+        "length",
+        "answer",
+        "tally",
+        "model",
+    )
+
+    def __init__(
+        self,
+        span: Span,
+        request: ModelRequest,
+        sent: _Sent,
+        response: ModelResponse | None,
+        tally: HistoryTally | None,
+        model: object,
+    ) -> None:
+        self.span, self.tally, self.model = span, tally, model
+        self.system, self.tools, self.output_schema = (
+            request.system,
+            request.tools,
+            request.output_schema,
+        )
+        self.sent, self.length = sent, len(request.messages)
+        self.answer = (response.text, response.tool_calls) if response is not None else None
+
+    @classmethod
+    def keep(
+        cls,
+        span: Span,
+        request: ModelRequest,
+        response: ModelResponse | None,
+        tally: HistoryTally | None,
+        model: object,
+    ) -> _Unsent:
+        messages = request.messages
+        sent = tally.sent if tally is not None else None
+        if sent is not None and _grew_from(messages, sent.messages):
+            sent.messages = messages
+        else:
+            sent = _Sent(messages)
+            if tally is not None:
+                tally.sent = sent
+        return cls(span, request, sent, response, tally, model)
+
+    def request(self) -> ModelRequest:
+        """The request as far as counting goes (its history as it was sent)."""
+        messages = self.sent.messages[: self.length]
+        return ModelRequest(self.system, messages, self.tools, self.output_schema)
+
+    def response(self) -> ModelResponse | None:
+        """The answer as far as counting goes (its text and tool calls)."""
+        if self.answer is None:
+            return None
+        return ModelResponse(self.answer[0], self.answer[1])
+
+
+def _grew_from(messages: list[Message], before: list[Message]) -> bool:
+    n = len(before)
+    return len(messages) >= n and (
+        n == 0 or (messages[0] is before[0] and messages[n - 1] is before[n - 1])
+    )
+
+
+CALL_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CallRow) if f.name != "pending")
 """The columns of ``RunResult.calls``, in order: the fields of `CallRow`."""
+
+COUNTED_COLUMNS = ("tokens_in", "tokens_out", "tokens_method", "tokens_in_overhead", "prefix")
+"""The columns `CallRow.count_tokens` fills when one of them is first read."""
+
+
+def _counted_when_read(slot: Any) -> property:
+    """The column's slot behind a property that counts the row's tokens on the first read."""
+
+    def read(row: CallRow) -> Any:
+        if row.pending is not None:
+            row.count_tokens()
+        return slot.__get__(row, CallRow)
+
+    return property(read, slot.__set__, doc=slot.__doc__)
+
+
+for _column in COUNTED_COLUMNS:
+    setattr(CallRow, _column, _counted_when_read(CallRow.__dict__[_column]))

@@ -62,6 +62,9 @@ class HistoryTally:
     next request extends; ``None`` without a tokenizer."""
     prefix_root: Any = None
     """That chain's first parts (tool specs and system prompt)."""
+    sent: Any = None
+    """The newest history this agent sent, shared by its call rows until their tokens are
+    counted (`agentnb.trace.calls`)."""
     prefix_fixed: tuple[Any, ...] | None = None
     """``(system, specs, output schema, tokenizer key, root, system tokens, spec tokens)`` of
     the last request: the next one reuses them if it sends the same prompt and specs."""
@@ -70,4 +73,4 @@ class HistoryTally:
         self.sizes = _Sums()
         self.tokens = _Sums()
         self.fixed = None
-        self.prefix = self.prefix_root = self.prefix_fixed = None
+        self.prefix = self.prefix_root = self.prefix_fixed = self.sent = None

@@ -305,6 +305,7 @@ def cost_lines(rows: Sequence[CallRow]) -> list[str]:
 
 
 def _spans(result: RenderedRun) -> list[Span]:
+    result.trace.count_tokens()  # the tree shows each call's tokens on its span
     spans = list(result.trace.spans)
     if result.path is None:
         return spans

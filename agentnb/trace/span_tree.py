@@ -84,6 +84,23 @@ def _tokens(node: Node) -> str:
     return f"tokens {count(node.tokens_in)} → {count(node.tokens_out)}"
 
 
+def _server_side(events: Iterable[dict[str, object]]) -> str:
+    """What the provider did or kept on its side in a model call (the Responses API): hosted
+    tools it ran, reasoning items, and how much was sent when it kept the conversation."""
+    parts = []
+    for event in events:
+        kind = event.get("event")
+        if kind == "hosted_tool":
+            parts.append(str(event.get("type")))
+        elif kind == "reasoning":
+            parts.append("reasoning")
+        elif kind == "server_state" and event.get("previous_response_id"):
+            sent = event.get("chars_on_wire")
+            shown = count(sent) if isinstance(sent, int) else "–"
+            parts.append(f"{shown} chars on the wire after {event['previous_response_id']}")
+    return "".join(f" · {p}" for p in parts)
+
+
 def describe(node: Node) -> str:
     """One line for a node, without its latency: what it is and what it cost."""
     s = node.span
@@ -92,6 +109,7 @@ def describe(node: Node) -> str:
         turn = s.attrs.get("turn")
         retries = s.attrs.get("retries") or 0
         extra = f" · {retries} {'retry' if retries == 1 else 'retries'}" if retries else ""
+        extra += _server_side(s.attrs.get("events") or ())
         return (
             f"model call{f' {turn}' if turn else ''} ({s.name}) · "
             f"{count(node.chars_in)} chars in → {count(node.chars_out)} out · "

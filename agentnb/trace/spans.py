@@ -84,6 +84,12 @@ class Trace:
         # Spans not ended yet, in start order: closing what a finished sub-agent left open
         # then costs the few spans still running, not a scan of a trace of 100,000 spans.
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled trace keeps its records, not who was watching the run."""
+        state = dict(self.__dict__)
+        state["on_span"] = None
+        return state
+
     @property
     def started_at(self) -> datetime:
         """When the run started (UTC)."""
@@ -224,6 +230,7 @@ class Trace:
 
     def tree(self) -> list[dict[str, Any]]:
         """The spans as nested dicts (``children`` lists), roots first."""
+        self.count_tokens()
         nodes: dict[str, dict[str, Any]] = {}
         roots: list[dict[str, Any]] = []
         for s in self.spans:
@@ -244,6 +251,14 @@ class Trace:
             parent = nodes.get(s.parent_id) if s.parent_id else None
             (parent["children"] if parent is not None else roots).append(node)
         return roots
+
+    def count_tokens(self) -> None:
+        """Count the tokens of every call not counted yet (`CallRow.count_tokens`), which also
+        puts them on the calls' spans; in the order the calls finished, so that each agent's
+        history is counted turn after turn."""
+        for row in self.call_rows:
+            if row.pending is not None:
+                row.count_tokens()
 
     def calls_frame(self) -> pd.DataFrame:
         """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame), in the

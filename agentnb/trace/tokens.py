@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 
 from ..errors import UserError
 from ..models.canonical import dumps
+from ..models.tokenizing import ENCODINGS, PROVIDER, TokenizerUnavailable
 from ..models.types import Message, ModelRequest, ModelResponse
 from . import _tokenizers
 from .history import HistoryTally
@@ -50,7 +51,7 @@ _state: dict[str, Any] = {
 }
 # ``generation`` changes with every `set_tokenizer`, so a count cached under one tokenizer is
 # never served under another that happens to carry the same method name.
-_by_model: dict[str | None, tuple[Encoder | None, str]] = {}
+_by_model: dict[object, tuple[Encoder | None, str]] = {}
 _by_encoding: dict[str, tuple[Encoder | None, str]] = {}
 
 
@@ -98,9 +99,7 @@ def _parse(value: str) -> tuple[str, str | None] | None:
         return "off", None
     if name in ("auto", "") and not encoding:
         return "auto", None
-    if name in ("tiktoken", "bpe-openai", "bpe_openai") and (
-        not encoding or encoding in _tokenizers.ENCODINGS
-    ):
+    if name in ("tiktoken", "bpe-openai", "bpe_openai") and (not encoding or encoding in ENCODINGS):
         return name.replace("_", "-"), encoding or None
     return None
 
@@ -121,21 +120,83 @@ def _read_environment() -> None:
     parsed = _parse(os.environ.get("AGENTNB_TOKENIZER", "")) or ("auto", None)
     pinned = os.environ.get("AGENTNB_TIKTOKEN_ENCODING")  # older name for a pinned encoding
     mode, encoding = parsed
-    if pinned in _tokenizers.ENCODINGS and encoding is None and mode != "off":
+    if pinned in ENCODINGS and encoding is None and mode != "off":
         encoding = pinned
     _state.update(loaded=True, mode=mode, encoding=encoding)
 
 
-def tokenizer(model: str | None = None) -> tuple[Encoder | None, str]:
-    """The counter for ``model``'s requests and its method name (``None, "unavailable"``
-    when no count is possible). Loads what it needs once, on first need."""
-    hit = _by_model.get(model)
+def tokenizer(model: object = None) -> tuple[Encoder | None, str]:
+    """The counter for ``model``'s requests and its method name. ``model`` is a model
+    client (its ``tokenizer`` attribute, `agentnb.models.tokenizing`, says how its model
+    tokenizes) or a model's name. ``None, "unavailable"``: no count is possible;
+    ``None, "provider"``: no tokenizer is known for the model, so its provider's usage is the
+    count. Loads what it needs once, on first need."""
+    choice = getattr(model, "tokenizer", None) if not isinstance(model, str | None) else None
+    if callable(choice):  # a server's own tokenizer: counted by the server, cached per text
+        return _server(choice)
+    if choice is not None:
+        key: object = ("choice", choice)
+    elif isinstance(model, str | None):
+        key = model
+    else:  # a client that names no tokenizer: chosen by its model's name
+        name = getattr(model, "model", None)
+        key = name if isinstance(name, str) else getattr(model, "name", None)
+    hit = _by_model.get(key)
     if hit is None:
         with _lock:
             if not _state["loaded"]:
                 _read_environment()
-            hit = _by_model[model] = _choose(model)
+            if choice is not None:
+                hit = _by_model[key] = _chosen(str(choice))
+            else:
+                hit = _by_model[key] = _choose(key if isinstance(key, str) else None)
     return hit
+
+
+def own_tokenizer(model: object) -> bool:
+    """Whether ``model``'s tokens are counted with its model's own tokenizer: a client that
+    names its encoding or its server's tokenizer, with no encoding or counter imposed on every
+    model by `set_tokenizer`."""
+    choice = getattr(model, "tokenizer", None) if not isinstance(model, str | None) else None
+    if choice is None or _state["mode"] in ("off", "custom") or _state["encoding"]:
+        return False
+    return callable(choice) or choice in ENCODINGS
+
+
+def preload(*models: object) -> None:
+    """Load the tokenizers of ``models`` (clients or names; none: the default) now, so that a
+    run that must count while it runs (a token budget, a hook reading its rows) does not pay
+    for loading one inside its own time or timeout."""
+    for model in models or (None,):
+        tokenizer(model)
+
+
+def _chosen(choice: str) -> tuple[Encoder | None, str]:
+    """The counter a client asked for: an encoding, or its provider's usage."""
+    mode = _state["mode"]
+    if mode in ("off", "custom") or _state["encoding"]:
+        return _choose(None)  # the user's choice for every model comes first
+    if choice not in ENCODINGS:
+        return None, PROVIDER
+    encoder, backend = _encoder(choice, mode)
+    if encoder is None:
+        return None, UNAVAILABLE
+    return encoder, f"{backend}:{choice}"
+
+
+def _server(count: Any) -> tuple[Encoder | None, str]:
+    """A server's tokenizer, once it has found its endpoint (the provider's usage if not)."""
+    if not _state["loaded"]:
+        with _lock:
+            _read_environment()
+    if _state["mode"] in ("off", "custom") or _state["encoding"]:
+        return tokenizer(None)
+    try:
+        count("")  # finds the endpoint, so the method names it
+    except TokenizerUnavailable:
+        return None, PROVIDER
+    counter: Encoder = count
+    return counter, str(count.method)
 
 
 def _choose(model: str | None) -> tuple[Encoder | None, str]:
@@ -179,23 +240,31 @@ def message_tokens(message: Message, count: Encoder, method: str) -> int:
     cached = message.tokens_cache
     if cached is not None and cached[0] == key:
         return int(cached[1])
-    n = _cached_count(message.content, count) if message.content else 0
+    n = _cached_count(message.content, count, method) if message.content else 0
     args = 0
     for call in message.tool_calls:  # counted once already as the output of the call
-        args += _cached_count(call.arguments, count)
+        args += _cached_count(call.arguments, count, method)
     message.tokens_cache = (key, n + args, args)
     return n + args
 
 
 _spec_tokens: dict[tuple[int, str], tuple[object, int, bytes]] = {}
 """Per tool spec object: ``(spec, tokens, hash of its JSON)``."""
-_text_tokens: dict[str, int] = {}
-"""Counts of texts by text: system prompts and output schemas resent on every turn, and a
+_SPECS_KEPT = 512
+"""Specs ``_spec_tokens`` holds before it is emptied. An entry keeps its spec alive, schema
+and all (a 40-field one is ~13 KB), so a sweep that builds fresh agents for every run would
+otherwise keep every run's specs: a run reuses its own specs turn after turn, which is what
+the cache is for, and a few hundred cover every agent alive at once."""
+_text_tokens: dict[str, dict[str, int]] = {}
+"""Counts of texts by method and text: system prompts and output schemas resent on every turn, and a
 response's text and tool-call arguments, which the next request resends in its history."""
 
 
-def _cached_count(text: str, count: Encoder) -> int:
-    return _remembered(_text_tokens, text, count)
+def _cached_count(text: str, count: Encoder, method: str) -> int:
+    cache = _text_tokens.get(method)
+    if cache is None:
+        cache = _text_tokens[method] = {}
+    return _remembered(cache, text, count)
 
 
 _fingerprints: dict[str, bytes] = {}
@@ -221,19 +290,29 @@ def _remembered(cache: dict[str, _T], text: str, compute: Callable[[str], _T]) -
 
 
 def request_tokens(
-    request: ModelRequest, tally: HistoryTally | None = None, model: str | None = None
+    request: ModelRequest, tally: HistoryTally | None = None, model: object = None
 ) -> tuple[int | None, str]:
-    """Tokens of a request and how they were obtained (``None, "unavailable"`` without a tokenizer).
+    """Tokens of a request and how they were obtained (``None, "unavailable"`` without a
+    tokenizer, ``None, "provider"`` when the model's tokenizer is unknown or failed).
 
-    ``model`` chooses the encoding (see the module docstring). With a `HistoryTally`, only the
+    ``model``, a client or a name, chooses the tokenizer (see `tokenizer`). With a `HistoryTally`, only the
     messages appended since its last request are visited, and the tally's ``prefix`` becomes
     the request's chain of fingerprints (`agentnb.trace.prefixes`).
     """
-    count, method = _by_model.get(model) or tokenizer(model)
-    if count is None:
-        if tally is not None:
-            tally.prefix = None
-        return None, UNAVAILABLE
+    count, method = tokenizer(model)
+    if count is not None:
+        try:
+            return _counted(request, tally, count, method)
+        except TokenizerUnavailable:  # a server's tokenizer failed: its usage is the count
+            method = PROVIDER
+    if tally is not None:
+        tally.prefix = None
+    return None, method
+
+
+def _counted(
+    request: ModelRequest, tally: HistoryTally | None, count: Encoder, method: str
+) -> tuple[int, str]:
     key = (method, _state["generation"])
     messages = request.messages
     start = tally.tokens.prefix(messages, key) if tally is not None else 0
@@ -283,7 +362,7 @@ def request_tokens(
 
 def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Prefix, int, int]:
     """The chain's first parts, and the tokens of the system prompt and of the specs."""
-    system = _cached_count(request.system, count) if request.system else 0
+    system = _cached_count(request.system, count, method) if request.system else 0
     specs, digests = 0, []
     for spec in request.tools:
         spec_key = (id(spec), method)
@@ -291,14 +370,14 @@ def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Pre
         if hit is None or hit[0] is not spec:
             text = dumps(spec.as_dict())
             hit = (spec, count(text), fingerprint(text))
-            if len(_spec_tokens) > 50_000:
+            if len(_spec_tokens) > _SPECS_KEPT:
                 _spec_tokens.clear()
             _spec_tokens[spec_key] = hit
         specs += hit[1]
         digests.append(hit[2])
     if request.output_schema is not None:
         schema = dumps(request.output_schema.schema)
-        specs += _cached_count(schema, count)
+        specs += _cached_count(schema, count, method)
         digests.append(_text_fingerprint(schema))
     root = head(
         (fingerprint("", b"".join(digests)), specs), (_text_fingerprint(request.system), system)
@@ -306,11 +385,15 @@ def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Pre
     return root, system, specs
 
 
-def response_tokens(response: ModelResponse, model: str | None = None) -> int | None:
-    count, _ = _by_model.get(model) or tokenizer(model)
+def response_tokens(response: ModelResponse, model: object = None) -> int | None:
+    """Tokens of a response's text and tool-call arguments (None without a tokenizer)."""
+    count, method = tokenizer(model)
     if count is None:
         return None
-    n = _cached_count(response.text, count) if response.text else 0
-    for call in response.tool_calls:  # kept: the next request resends them in its history
-        n += _cached_count(call.arguments, count)
+    try:
+        n = _cached_count(response.text, count, method) if response.text else 0
+        for call in response.tool_calls:  # kept: the next request resends them in its history
+            n += _cached_count(call.arguments, count, method)
+    except TokenizerUnavailable:
+        return None
     return n
