@@ -146,14 +146,15 @@ async def test_the_same_background_loop_serves_every_call_inside_a_running_loop(
 
 
 def test_run_sync_runs_on_the_calling_thread_in_plain_code():
-    """A sqlite3 connection is bound to the thread that made it: instructions, hooks and
-    async tools read it (sync tools run in worker threads, so they cannot)."""
+    """A sqlite3 connection is bound to the thread that made it: async instructions and async
+    tools read it (plain `def` callbacks run in worker threads so that a timeout holds over them,
+    so they cannot)."""
     connection = sqlite3.connect(":memory:")
     connection.execute("create table notes (text)")
     connection.execute("insert into notes values ('from the calling thread')")
     threads: list[threading.Thread] = []
 
-    def instructions(ctx: a.RunContext) -> str:
+    async def instructions(ctx: a.RunContext) -> str:
         threads.append(threading.current_thread())
         return connection.execute("select text from notes").fetchone()[0]
 

@@ -43,20 +43,25 @@ async def server_events(lines: AsyncIterator[str]) -> AsyncIterator[ServerEvent]
     the blank line after it; one cut before that blank line is dropped (the spec's rule)."""
     name: str | None = None
     data: list[str] = []
-    async for line in lines:
-        if not line:
-            if data:
-                yield ServerEvent(name, "\n".join(data))
-            name, data = None, []
-            continue
-        if line.startswith(":"):  # a comment (keep-alive)
-            continue
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "event":
-            name = value
-        elif field == "data":
-            data.append(value)
+    try:
+        async for line in lines:
+            if not line:
+                if data:
+                    yield ServerEvent(name, "\n".join(data))
+                name, data = None, []
+                continue
+            if line.startswith(":"):  # a comment (keep-alive)
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                name = value
+            elif field == "data":
+                data.append(value)
+    finally:  # closed at the end marker: close the body's lines now, not when collected
+        aclose = getattr(lines, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def attrs(value: Any, raw: frozenset[str] = frozenset()) -> Any:
