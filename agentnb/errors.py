@@ -154,7 +154,7 @@ class ModelRetry(Exception):
 
 class CallbackRaised(BaseException):
     """Carries an exception raised by user code that agentnb calls back during a run (a hook,
-    a trace listener, a stream subscriber) to the end of the run.
+    an on_event callback, a stream subscriber) to the end of the run.
 
     Not an error users see: the run ends with ``ok=False`` and ``RunResult.error`` holding the
     exception carried (``.error``). It derives from ``BaseException`` so that no handler of a

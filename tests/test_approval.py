@@ -52,7 +52,7 @@ def test_an_approved_call_runs_and_the_approver_sees_agent_input_and_documents()
     assert pending.artifacts == {"clause": CLAUSE}
     assert pending.path == "boss/legal"
     assert pending.run_id == result.run_id
-    event = next(e for e in result.trace.events if e["event"] == "approval")
+    event = next(e for e in result.trace.records if e["event"] == "approval")
     assert event["approved"] is True and event["reason"] == "ok by me"
 
 
@@ -129,7 +129,7 @@ async def test_an_async_approver_is_awaited_and_the_wait_is_traced_apart_from_mo
     assert spans["approval"].ended <= sub_agent.started  # the sub-agent started after the decision
     wait = spans["approval"].attrs["wait_s"]
     assert wait == spans["tool_call"].attrs["approval_wait_s"]
-    assert [e["wait_s"] for e in result.trace.events if e["event"] == "approval"] == [wait]
+    assert [e["wait_s"] for e in result.trace.records if e["event"] == "approval"] == [wait]
     assert len(result.calls) == 3  # model-call rows only: the wait is not a model's latency
     assert result.calls["ended"].iloc[0] <= spans["approval"].started
 
@@ -252,7 +252,7 @@ async def test_in_a_notebook_the_widget_asks_and_a_click_approves(notebook):
     result = await task
 
     assert result.ok and len(legal_model.requests) == 1
-    event = next(e for e in result.trace.events if e["event"] == "approval")
+    event = next(e for e in result.trace.records if e["event"] == "approval")
     assert event["approved"] is True and event["reason"] == "looks fine"
     assert prompt.approve_button.disabled and "Approved" in prompt.status.value
 

@@ -32,7 +32,7 @@ def sql_analyst():
     model = a.ScriptedModel([a.tool_call("query", sql="select 1"), a.say("done")])
     return a.Agent("analyst", "Answer with SQL.", model, [query]), model
 """
-REPORT = "print(res.ok, bm.requests[1].tool_results, [e['approved'] for e in res.trace.events if e['event'] == 'approval'])"
+REPORT = "print(res.ok, bm.requests[1].tool_results, [e['approved'] for e in res.trace.records if e['event'] == 'approval'])"
 
 
 @pytest.fixture(scope="module")

@@ -252,22 +252,22 @@ async def test_an_agent_s_raising_hook_in_parallel_sub_agents_ends_the_run():
     assert statuses["bad"] == "error" and statuses["slow"] == "cancelled"
 
 
-# -- a listener that raises ends the run too
+# -- an on_event that raises at a span ends the run too
 
 
-async def test_a_raising_listener_ends_the_run_and_keeps_the_row_of_the_call_it_was_told_of():
+async def test_a_raising_on_event_ends_the_run_and_keeps_the_row_of_the_call_it_was_told_of():
     told: list[str] = []
 
-    def listener(event: str, span: a.trace.Span) -> None:
-        if event == "end" and span.kind == "model_call":
-            told.append(span.span_id)
+    def on_event(event: a.Event) -> None:
+        if isinstance(event, a.SpanEnded) and event.kind == "model_call":
+            told.append(event.span_id)
             raise Boom("the widget broke")
 
     agent = a.Agent(
         "w", "x", a.ScriptedModel([a.tool_call("lookup", clause="1"), a.say("done")]), [lookup]
     )
 
-    result = await a.run(agent, "go", listeners=[listener])
+    result = await a.run(agent, "go", on_event=on_event)
 
     assert not result.ok and isinstance(result.error, Boom)
     assert len(result.calls) == 1 and result.calls["span_id"][0] == told[0]
@@ -276,22 +276,22 @@ async def test_a_raising_listener_ends_the_run_and_keeps_the_row_of_the_call_it_
     assert all(s.ended is not None for s in result.spans)
 
 
-def test_a_listener_raising_at_the_run_s_start_or_end_does_not_escape_run_sync():
-    for when in ("start", "end"):
+def test_an_on_event_raising_at_the_run_s_start_or_end_does_not_escape_run_sync():
+    for when in (a.SpanStarted, a.SpanEnded):
 
-        def listener(event: str, span: a.trace.Span, when: str = when) -> None:
-            if event == when and span.kind == "run":
+        def on_event(event: a.Event, when: type = when) -> None:
+            if isinstance(event, when) and event.kind == "run":
                 raise KeyboardInterrupt  # user code: even this ends the run as its error
 
         agent = a.Agent("w", "x", a.ScriptedModel([a.say("done")]))
-        result = a.run_sync(agent, "go", listeners=[listener])
+        result = a.run_sync(agent, "go", on_event=on_event)
 
         assert not result.ok and isinstance(result.error, KeyboardInterrupt), when
         assert all(s.ended is not None for s in result.spans)
-        assert len(result.calls) == (0 if when == "start" else 1)
+        assert len(result.calls) == (0 if when is a.SpanStarted else 1)
 
 
-async def test_other_listeners_are_still_told_when_one_raises():
+async def test_deprecated_listeners_still_work_and_others_are_told_when_one_raises():
     seen: list[tuple[str, str]] = []
 
     def broken(event: str, span: a.trace.Span) -> None:
@@ -300,9 +300,10 @@ async def test_other_listeners_are_still_told_when_one_raises():
     def fine(event: str, span: a.trace.Span) -> None:
         seen.append((event, span.kind))
 
-    result = await a.run(
-        a.Agent("w", "x", a.ScriptedModel([a.say("done")])), "go", listeners=[broken, fine]
-    )
+    with pytest.warns(DeprecationWarning, match=r"listeners=.*deprecated.*on_event="):
+        result = await a.run(
+            a.Agent("w", "x", a.ScriptedModel([a.say("done")])), "go", listeners=[broken, fine]
+        )
 
     assert isinstance(result.error, Boom)
     assert seen[0] == ("start", "run") and seen[-1] == ("end", "run")
@@ -314,7 +315,7 @@ async def test_nothing_watches_a_run_without_hooks_or_a_stream():
     @a.tool
     def probe(ctx: a.ToolCallContext) -> str:
         """Probe."""
-        ctx_seen.append((ctx.run.events, ctx.caller.events))
+        ctx_seen.append((ctx.run.watchers, ctx.caller.watchers))
         return "ok"
 
     agent = a.Agent("w", "x", a.ScriptedModel([a.tool_call("probe"), a.say("done")]), [probe])

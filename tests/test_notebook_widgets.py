@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 import agentnb as a
 from agentnb.notebook import RunMonitor, TraceExplorer
 
@@ -26,7 +28,7 @@ def team(n: int = 2, latency: float = 0.0) -> a.Agent:
 
 def test_the_monitor_ends_with_every_agent_its_calls_and_characters(dummy_comm):
     monitor = RunMonitor("coord")
-    result = a.run_sync(team(), "review", listeners=[monitor.listener])
+    result = a.run_sync(team(), "review", on_event=monitor.on_event, stream=False)
     monitor.finish(result)
 
     per_path = result.calls.groupby("path")["chars_in"].sum().to_dict()
@@ -52,14 +54,18 @@ async def test_redraws_are_throttled_and_happen_on_the_loop_thread(dummy_comm):
             super().redraw()
 
     monitor = Spy("coord", interval=60, tick=60)  # nothing is due again within this test
-    events: list[str] = []
-    result = a.run_sync(
-        team(n=6), "review", listeners=[monitor.listener, lambda e, s: events.append(e)]
-    )
+    events: list[a.Event] = []
+
+    def both(event: a.Event) -> None:
+        monitor.on_event(event)
+        events.append(event)
+
+    result = a.run_sync(team(n=6), "review", on_event=both)
     monitor.finish(result)
 
     # Created (1), the run's end (1, on the loop), finished (1): not one redraw per event.
-    assert len(events) == 2 * len(result.spans) > 30
+    spans = [e for e in events if isinstance(e, (a.SpanStarted, a.SpanEnded))]
+    assert len(spans) == 2 * len(result.spans) > 30 and len(events) > len(spans)
     assert threads == ["MainThread", "agentnb-loop", "MainThread"]
     assert monitor.snapshot()[0]["calls"] == 2
 
@@ -68,7 +74,7 @@ def test_the_monitor_shows_an_interrupted_run_as_failed(dummy_comm):
     monitor = RunMonitor("stuck")
     model = a.ScriptedModel([a.say("late")], latency=5)
     result = a.run_sync(
-        a.Agent("stuck", "Wait.", model), "go", listeners=[monitor.listener], timeout=0.05
+        a.Agent("stuck", "Wait.", model), "go", on_event=monitor.on_event, timeout=0.05
     )
     monitor.finish(result)
 
@@ -136,7 +142,7 @@ def test_the_dashboard_reruns_and_redraws_when_a_slider_moves(dummy_comm):
 
 async def test_with_top_level_await_the_monitor_follows_the_run_on_the_callers_loop(dummy_comm):
     monitor = RunMonitor("coord")
-    result = await a.run(team(), "review", listeners=[monitor.listener])
+    result = await a.run(team(), "review", on_event=monitor.on_event)
 
     assert result.ok and monitor.state == "ok"  # no finish() needed: the run span's end says so
     assert [row["status"] for row in monitor.snapshot()] == ["ok", "ok", "ok"]
@@ -150,7 +156,7 @@ def test_a_streamed_run_shows_each_agent_s_text_in_the_monitor(dummy_comm):
         sub.model.chunk_chars = 4
     monitor = RunMonitor("coord", streamed=True)  # the events are read on this thread
 
-    for event in a.stream_sync(boss, "review", listeners=[monitor.listener]):
+    for event in a.stream_sync(boss, "review"):  # the stream carries the spans too
         monitor.on_event(event)
     monitor.finish(event.result)
 
@@ -197,12 +203,13 @@ def _finished(views: list[str]) -> list[str]:
 
 
 def test_a_stream_read_late_never_shows_the_run_finished_before_its_whole_text(dummy_comm):
-    # The race, made certain: the loop runs the whole run (the listener sees its end) before
-    # the reader on the calling thread has read a single event. Then the events are read.
+    # The old race, made certain: the loop runs the whole run before the reader on the calling
+    # thread has read a single event. The spans are in the same stream as the text, so the
+    # monitor has seen nothing of the run yet, its end included. Then the events are read.
     monitor = RunMonitor("writer", streamed=True, interval=0, tick=60)
     views = _views(monitor)
-    events = list(a.stream_sync(_writer(), "review", listeners=[monitor.listener]))
-    assert monitor.state == "running" and monitor.rows["writer"].text == ""  # nothing read yet
+    events = list(a.stream_sync(_writer(), "review"))
+    assert monitor.state == "waiting" and monitor.rows == {}  # nothing read yet
     assert _finished(views) == []
 
     for event in events:
@@ -220,12 +227,9 @@ def test_run_live_gives_the_monitor_every_delta_before_the_run_s_end(dummy_comm)
     threads: dict[str, set[str]] = {"span": set(), "event": set()}
 
     class Spy(RunMonitor):
-        def listener(self, event: str, span: object) -> None:
-            threads["span"].add(threading.current_thread().name)
-            super().listener(event, span)
-
-        def on_event(self, event: object) -> None:
-            threads["event"].add(threading.current_thread().name)
+        def on_event(self, event: a.Event) -> None:
+            kind = "span" if isinstance(event, (a.SpanStarted, a.SpanEnded)) else "event"
+            threads[kind].add(threading.current_thread().name)
             super().on_event(event)
 
     monitor = Spy("writer", interval=60, tick=60)  # drawn only at the run's end and finish
@@ -240,3 +244,14 @@ def test_run_live_gives_the_monitor_every_delta_before_the_run_s_end(dummy_comm)
     # The caller's own on_event is called too, with every event of the run.
     assert "".join(e.text for e in model_seen if isinstance(e, a.TextDelta)) == ANSWER
     assert isinstance(model_seen[-1], a.RunEnded) and model_seen[-1].result is result
+
+
+def test_the_deprecated_listener_form_still_drives_the_monitor(dummy_comm):
+    watched, listened = RunMonitor("coord"), RunMonitor("coord")
+    result = a.run_sync(team(), "review", on_event=watched.on_event, stream=False)
+    with pytest.warns(DeprecationWarning, match="on_event=fn"):
+        old = a.run_sync(team(), "review", listeners=[listened.listener])
+    watched.finish(result)
+    listened.finish(old)
+
+    assert listened.snapshot() == watched.snapshot() and listened.state == "ok"

@@ -408,6 +408,9 @@ NOT_CONFIGURED = {
     "MessageOutput",
     "PartialOutput",
     "ToolCallDelta",
+    "SpanEnded",
+    "SpanStarted",
+    "LogRecorded",
     "Event",
     "RunEnded",
     "TextDelta",
@@ -604,6 +607,7 @@ ISSUE_14_ITEM_6 = {
     "replay(<a directory>)": lambda: a.replay(_SCRATCH),
     "tool_call('t', x=object())": lambda: a.tool_call("t", x=object()),
     "run(..., listeners=[42])": lambda: a.run_sync(_agent(), "q", listeners=[42]),
+    "run(..., stream=1)": lambda: a.run_sync(_agent(), "q", stream=1),  # type: ignore[arg-type]
     "Agent(route=42)": lambda: a.Agent("a", route=42),  # type: ignore[arg-type]
     "as_tool(extractor=42)": lambda: _agent().as_tool(extractor=42),  # type: ignore[arg-type]
     "as_tool(max_result_chars=-1)": lambda: _agent().as_tool(max_result_chars=-1),

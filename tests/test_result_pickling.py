@@ -60,7 +60,8 @@ def test_a_streamed_result_pickles_and_deep_copies(copier):
 
     _same(result, again)
     assert again.context is not None and again.context.deps is None  # the live run stays behind
-    assert again.context.events is None and again.context.root is None
+    assert again.context.watchers is None and again.context.root is None
+    assert again.context.trace.on_span is None  # nor the hook that sent its spans to the stream
 
 
 def test_a_failed_runs_error_travels_with_its_attributes():

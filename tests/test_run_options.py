@@ -27,6 +27,7 @@ def _agent() -> Agent:
         {"artifacts": ["x"]},
         {"run_id": ""},
         {"listeners": "print"},
+        {"stream": "yes"},
     ],
 )
 def test_a_bad_option_is_a_user_error_before_the_run_starts(options: dict[str, object]) -> None:
@@ -70,11 +71,11 @@ def test_every_pattern_takes_every_run_option() -> None:
     assert agentnb.RunOptions is RunOptions
 
 
-def test_parallel_takes_an_approver_run_id_max_turns_and_listeners() -> None:
+def test_parallel_takes_an_approver_run_id_max_turns_and_on_event() -> None:
     import agentnb
 
     agent, model = _recording_agent("a", ["hi"])
-    seen: list[str] = []
+    seen: list[agentnb.Event] = []
     fan = run_sync(
         agentnb.parallel(
             [agent],
@@ -82,7 +83,7 @@ def test_parallel_takes_an_approver_run_id_max_turns_and_listeners() -> None:
             approver=agentnb.approve_all,
             run_id="fan-1",
             max_turns=1,
-            listeners=[lambda event, span: seen.append(event)],
+            on_event=seen.append,
         )
     )
     assert not fan.missing
@@ -90,6 +91,26 @@ def test_parallel_takes_an_approver_run_id_max_turns_and_listeners() -> None:
     assert result.context is not None and result.context.run_id == "fan-1"
     assert result.context.max_turns == 1
     assert seen and model.requests[0].messages[0].content == "q"
+
+
+def test_listeners_are_deprecated_once_per_call_and_still_told_of_every_span() -> None:
+    import agentnb
+
+    agent, _ = _recording_agent("a", ["hi"])
+    seen: list[tuple[str, str]] = []
+    with pytest.warns(DeprecationWarning, match=r"on_event=fn\(event\)") as warned:
+        fan = run_sync(
+            agentnb.parallel(
+                [agent, agent.clone(name="b")],
+                "q",
+                listeners=[lambda event, span: seen.append((event, span.kind))],
+            )
+        )
+    assert len(warned) == 1  # not once more for each run the pattern makes
+    spans = [s.kind for r in fan.results.values() for s in r.spans]
+    assert sorted(k for e, k in seen if e == "start") == sorted(spans)
+    assert sorted(k for e, k in seen if e == "end") == sorted(spans)
+    assert fan.results["a"].calls["ttft_s"].isna().all()  # listeners do not stream the calls
 
 
 def test_verify_loop_takes_artifacts_and_deps() -> None:

@@ -12,6 +12,7 @@ import textwrap
 import threading
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -38,6 +39,11 @@ def two_levels(**chunking: float) -> tuple[a.Agent, a.ScriptedModel, a.ScriptedM
     )
     coordinator = a.Agent("coordinator", "You coordinate.", coordinator_model, [legal])
     return coordinator, coordinator_model, legal_model
+
+
+def points(events: list[Any]) -> list[Any]:
+    """The run's events other than its spans' and log records (``tests/test_span_events.py``)."""
+    return [e for e in events if not isinstance(e, (a.SpanStarted, a.SpanEnded, a.LogRecorded))]
 
 
 def shape(event: a.runtime.events.Event) -> tuple[str, ...]:
@@ -70,7 +76,7 @@ async def test_a_hierarchy_streams_every_agent_s_events_in_order_with_its_path()
     coordinator, coordinator_model, legal_model = two_levels(chunk_chars=8)
 
     stream = a.run_streamed(coordinator, "Review the contract.")
-    events = [event async for event in stream]
+    events = points([event async for event in stream])
     result = await stream.result()
 
     assert result.ok and result.output == "Clause 4 is risky."
@@ -127,7 +133,7 @@ async def test_a_streamed_run_gives_the_result_an_unstreamed_run_gives_plus_ttft
     ttft = got.calls["ttft_s"]
     assert ttft.notna().all() and (ttft >= 0).all() and (ttft <= got.calls["latency_s"]).all()
     # the events were kept for a reader that comes later
-    events = [e async for e in stream]
+    events = points([e async for e in stream])
     assert isinstance(events[0], a.AgentStarted) and isinstance(events[-1], a.RunEnded)
 
 
@@ -150,7 +156,7 @@ async def test_a_client_without_stream_is_streamed_as_one_delta_per_response():
     model = a.FunctionModel(lambda request: a.say(f"echo: {request.last_user_text}"))
 
     stream = a.run_streamed(a.Agent("echo", "x", model), "hello")
-    events = [e async for e in stream]
+    events = points([e async for e in stream])
 
     assert [shape(e) for e in events] == [
         ("AgentStarted", "echo"),
@@ -253,7 +259,7 @@ async def test_a_handoff_streams_as_an_event_between_the_two_agents():
         "triage", "x", a.ScriptedModel([a.tool_call("transfer_to_billing")]), handoffs=[billing]
     )
 
-    events = [e async for e in a.run_streamed(triage, "Refund me")]
+    events = points([e async for e in a.run_streamed(triage, "Refund me")])
 
     kinds = [(type(e).__name__, e.agent) for e in coarse(events)]
     assert kinds[:1] == [("AgentStarted", "triage")]
@@ -329,7 +335,7 @@ def test_bad_arguments_raise_at_once():
 def test_stream_sync_in_plain_code():
     coordinator, *_ = two_levels(chunk_chars=6)
 
-    events = list(a.stream_sync(coordinator, "Review."))
+    events = points(list(a.stream_sync(coordinator, "Review.")))
 
     assert isinstance(events[0], a.AgentStarted) and isinstance(events[-1], a.RunEnded)
     text = "".join(e.text for e in events if isinstance(e, a.TextDelta) and e.depth == 0)
@@ -377,7 +383,8 @@ def test_leaving_stream_sync_early_cancels_the_run():
         if event == "end" and span.kind == "run":
             ended.append(span.status)
 
-    events = a.stream_sync(a.Agent("w", "x", model), "go", listeners=[listener])
+    with pytest.warns(DeprecationWarning, match="on_event"):  # the run's own thread sees it end
+        events = a.stream_sync(a.Agent("w", "x", model), "go", listeners=[listener])
     for event in events:
         if isinstance(event, a.TextDelta):
             break

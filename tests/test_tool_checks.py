@@ -140,7 +140,10 @@ def test_a_function_tool_needing_approval_asks_the_approver_and_lists_the_decisi
         ("query", {"sql": "drop t"}, "approver", "rejected", "no destructive SQL"),
     ]
     assert records[0].time <= records[1].time and records[0].path == "w"
-    assert [e["approved"] for e in result.trace.events if e["event"] == "approval"] == [True, False]
+    assert [e["approved"] for e in result.trace.records if e["event"] == "approval"] == [
+        True,
+        False,
+    ]
     assert len([s for s in result.spans if s.kind == "approval"]) == 2
 
 

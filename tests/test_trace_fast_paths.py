@@ -102,7 +102,7 @@ def _tree() -> tuple[Trace, dict[str, Span]]:
 def test_closing_a_subtree_ends_only_its_running_spans_in_start_order():
     trace, s = _tree()
     ended: list[str] = []
-    trace.listeners.append(lambda event, span: ended.append(span.span_id))
+    trace.on_span = lambda event, span: ended.append(span.span_id)
     trace.close_open_under(s["sub_a"], "timeout")
     assert ended == [s["model_a"].span_id, s["deep_a"].span_id]
     assert s["model_a"].status == s["deep_a"].status == "timeout"
@@ -139,7 +139,7 @@ def test_closing_a_subtree_matches_the_long_way_on_random_traces():
                 if span.ended is None:
                     expected.append(span.span_id)
         ended: list[str] = []
-        trace.listeners.append(lambda event, span, out=ended: out.append(span.span_id))
+        trace.on_span = lambda event, span, out=ended: out.append(span.span_id)
         trace.close_open_under(root, "timeout")
         assert ended == expected
 

@@ -32,7 +32,7 @@ def approvals(result: Any) -> pd.DataFrame:
             "reason": e.get("reason"),
             "wait_s": e.get("wait_s"),
         }
-        for e in result.trace.events
+        for e in result.trace.records
         if e["event"] == "approval"
     ]
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -41,5 +41,5 @@ def approvals(result: Any) -> pd.DataFrame:
 def approval_wait(result: Any) -> float:
     """Seconds the run spent waiting for approvals (summed; parallel waits each count)."""
     return float(
-        sum(e.get("wait_s") or 0.0 for e in result.trace.events if e["event"] == "approval")
+        sum(e.get("wait_s") or 0.0 for e in result.trace.records if e["event"] == "approval")
     )

@@ -135,17 +135,13 @@ def run_live(
     if timeout is None:
         timeout = agent_timeout(agent)
     shown = _monitor(agent, monitor)
-    listeners = list(options.pop("listeners", ()))
-    if shown is not None:
-        listeners.append(shown.listener)
-    if stream:
-        # The events reach the monitor on the run's own thread, in order with the spans, so it
-        # never shows the run finished before its last text (see `RunMonitor`).
+    if shown is not None or stream:
+        # The events reach the monitor on the run's own thread, in order: a call's text comes
+        # before the end of its span, so it never shows the run finished before its last text.
         options["on_event"] = _events_to(shown, options.get("on_event"))
+        options["stream"] = stream
     try:
-        result: RunResult = run_sync(
-            agent, input, timeout=timeout, listeners=listeners, run_id=run_id, **options
-        )
+        result: RunResult = run_sync(agent, input, timeout=timeout, run_id=run_id, **options)
     except UserError:  # the run never started (e.g. no API key): no monitor left waiting
         if shown is not None:
             shown.close()
@@ -158,8 +154,8 @@ def run_live(
 def _events_to(
     shown: RunMonitor | None, theirs: Callable[[Event], None] | None
 ) -> Callable[[Event], None]:
-    """The run's ``on_event``: the monitor's, then the caller's own (a run with any
-    ``on_event`` streams its model calls, and so times their first token)."""
+    """The run's ``on_event``: the monitor's, then the caller's own (``stream`` says whether
+    the model calls are streamed, which times their first token)."""
 
     def on_event(event: Event) -> None:
         if shown is not None:

@@ -1,21 +1,21 @@
 """`RunMonitor`: a live view of a run, one row per agent: status, elapsed time, characters sent.
 
-It subscribes to the run's trace (``run(..., listeners=[monitor.listener])``). The listener is
-called on the thread of the loop that runs the agents — agentnb's background loop for a
-blocking call — so it only records what happened and schedules a redraw on that loop: at most
-one redraw per ``interval`` however many spans start and end, plus a tick while the run lasts so
-elapsed times move during a long model call. Setting a widget's value from that thread is safe:
-ipywidgets sends the change over the kernel's comm, whose iopub socket accepts sends from any
-thread, and a comm message is not tied to the cell that is running.
+It watches the run's events (``run(..., on_event=monitor.on_event)``): the spans' `SpanStarted`
+and `SpanEnded` make its rows and their status, a streamed run's `TextDelta` the text each
+agent's model is writing. Given as the run's ``on_event`` it is called on the thread of the
+loop that runs the agents — agentnb's background loop for a blocking call — so it only
+records what happened and schedules a redraw on that loop: at most one redraw per
+``interval`` however many events arrive, plus a tick while the run lasts so elapsed times move
+during a long model call. Setting a widget's value from that thread is safe: ipywidgets sends
+the change over the kernel's comm, whose iopub socket accepts sends from any thread, and a
+comm message is not tied to the cell that is running.
 
 A streamed run's text must never lag behind its status: the monitor may not show a run
-finished before it shows the whole answer. Two ways keep that true by construction. Given as
-the run's own ``on_event`` (what `run_live` does), the text deltas reach the monitor on the
-loop's thread, in the order they happen, before the spans of their call, agent and run end,
-so the run's last picture has every delta. Fed from a stream read on another thread
-(``streamed=True``), the run's end seen by the listener may come before the last deltas are
-read; the monitor then shows the run finished only at the stream's `RunEnded` (or `finish`),
-which comes after every delta.
+finished before it shows the whole answer. One ordered stream keeps that true by
+construction: a call's text deltas come before the `SpanEnded` of that call, of its agent and
+of the run, whether the monitor is the run's ``on_event`` or reads a stream on another thread
+(``for event in stream_sync(...): monitor.on_event(event)``). ``streamed=True`` additionally
+waits for the stream's `RunEnded` (or `finish`) before showing the outcome.
 """
 
 from __future__ import annotations
@@ -68,13 +68,13 @@ class AgentRow:
 
 
 class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped
-    """Live progress of a run: ``display(monitor)`` then run with ``listeners=[monitor.listener]``
-    (`agentnb.notebook.run_live` and ``%%agent_run`` do both). In a streamed run, give it the
-    events too (`on_event`): each agent's row then shows the text its model is writing.
+    """Live progress of a run: ``display(monitor)`` then run with ``on_event=monitor.on_event``
+    (`agentnb.notebook.run_live` and ``%%agent_run`` do both). In a streamed run each agent's
+    row also shows the text its model is writing.
 
-    ``streamed=True`` when the events come from a stream read on another thread (``for event in
-    stream_sync(...): monitor.on_event(event)``): the run is shown finished at its `RunEnded`,
-    after its last text, rather than when its span ends on the loop."""
+    From a stream read on another thread (``for event in stream_sync(...):
+    monitor.on_event(event)``) the monitor needs nothing else: the stream carries the spans.
+    ``streamed=True`` shows the run finished at its `RunEnded` rather than at its span's end."""
 
     def __init__(
         self,
@@ -103,22 +103,20 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
         self.add_class("agentnb-monitor")
         self.redraw()
 
-    # -- events from the trace (on the run's loop thread) ------------------------------------
-
-    def listener(self, event: str, span: Span) -> None:
-        """A `Trace` listener: ``trace.listeners.append(monitor.listener)``."""
-        with self._lock:
-            self._record(event, span)
-        self._schedule(final=event == "end" and span.kind == "run")
+    # -- events of the run (on the run's loop thread, or the stream reader's) ----------------
 
     def on_event(self, event: Event) -> None:
-        """A streamed run's event: text deltas are shown under their agent. Best given as the
-        run's ``on_event=`` (the loop's thread, in order with the spans); from a stream read on
-        another thread, create the monitor with ``streamed=True``. Redraws at most once per
-        ``interval``; the tick the listener keeps going while the run lasts draws what came in
-        between, and the run's end draws the rest."""
-        from ..runtime.events import RunEnded, TextDelta
+        """One event of the run: spans make the rows, text deltas are shown under their agent.
+        Redraws at most once per ``interval``; the tick kept going while the run lasts draws
+        what came in between, and the run's end draws the rest."""
+        from ..runtime.events import RunEnded, SpanEnded, SpanStarted, TextDelta
 
+        if isinstance(event, (SpanStarted, SpanEnded)):
+            change = "start" if isinstance(event, SpanStarted) else "end"
+            with self._lock:
+                self._record(change, event.span)
+            self._schedule(final=change == "end" and event.kind == "run")
+            return
         if isinstance(event, RunEnded):
             if event.part is None and event.depth == 0:
                 self._show_outcome()
@@ -134,6 +132,13 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
             due = time.perf_counter() - self._last_draw >= self.interval
         if due:
             self.redraw()
+
+    def listener(self, event: str, span: Span) -> None:
+        """Deprecated with ``run(listeners=...)``: the same as giving ``on_event=monitor.on_event``,
+        which sees the spans as `SpanStarted` / `SpanEnded`."""
+        with self._lock:
+            self._record(event, span)
+        self._schedule(final=event == "end" and span.kind == "run")
 
     def _show_outcome(self) -> None:
         """The stream has ended (every delta is in): show the run's outcome, now."""
@@ -187,7 +192,7 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
     def _schedule(self, *, final: bool) -> None:
         """Redraw soon, on the loop the run is on (so a model call's sizes, filled in just after
         its span ends, are there), at most once per ``interval``; at the run's end, at once.
-        Runs on that loop's thread, like the listener, so the timer needs no lock."""
+        Runs on that loop's thread, like `on_event`, so the timer needs no lock."""
         if final:
             if self._timer is not None:
                 self._timer.cancel()
@@ -196,8 +201,9 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
             return
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:  # a trace driven by hand, outside any loop
-            self.redraw()
+        except RuntimeError:  # events read outside the run's loop (a stream read on another thread)
+            if time.perf_counter() - self._last_draw >= self.interval:
+                self.redraw()
             return
         delay = max(0.0, self._last_draw + self.interval - time.perf_counter())
         if self._timer is not None:

@@ -126,7 +126,7 @@ def _ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
     if isinstance(exc, GuardrailTripped):
         return propagate_guardrails
     # A replay that went off the recording, agentnb used the wrong way (no approver), a hook
-    # or listener that raised: each needs fixing by a person. Cancellation and interrupts
+    # or on_event that raised: each needs fixing by a person. Cancellation and interrupts
     # are not Exceptions.
     return isinstance(
         exc, (ReplayMismatch, RunPaused, UserError, CallbackRaised)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..models.base import ModelClient
     from ..models.settings import ModelSettings
     from .approval import ApprovalRecord
-    from .events import RunEvents
+    from .events import Watchers
     from .options import RunOptions
     from .state import AgentRun
 
@@ -79,8 +79,9 @@ class RunContext:
     """``run(model_settings=...)``: overrides every agent's own settings, field by field."""
     approvals: list[ApprovalRecord] = field(default_factory=list)
     """Every approval decision of the run, in order (``result.approvals``)."""
-    events: RunEvents | None = None
-    """The run's stream and hooks (`agentnb.runtime.events`); None when nobody watches."""
+    watchers: Watchers | None = None
+    """What watches the run: its event sink (a stream, ``on_event``) and hooks
+    (`agentnb.runtime.events.Watchers`); None when nobody watches."""
     interruptions: list[Any] = field(default_factory=list)
     """The calls a paused run left waiting (`agentnb.runtime.pause.Interruption`)."""
     preapproved: set[str] = field(default_factory=set)
@@ -104,7 +105,6 @@ class RunContext:
             options.deps,
             max_turns=options.max_turns,
         )
-        ctx.trace.listeners.extend(options.listeners)  # live widgets: see `notebook.RunMonitor`
         return ctx
 
     def portable(self) -> RunContext:
@@ -118,7 +118,7 @@ class RunContext:
             active=[],
             root=None,
             default_model=None,
-            events=None,
+            watchers=None,
             approvals=list(self.approvals),
         )
 

@@ -1,23 +1,32 @@
 """The points of a run that a stream and hooks watch, and the typed events a stream yields.
 
 A run passes the same points whether anyone watches or not: an agent starts, it calls its
-model (text arrives), it runs a tool, it hands off, it ends. The runner calls `RunEvents` at
-each of them, through the agent's ``state.events``, which is None when nobody watches (no
+model (text arrives), it runs a tool, it hands off, it ends. The runner calls `Watchers` at
+each of them, through the agent's ``state.watchers``, which is None when nobody watches (no
 stream, no hooks): one check, and nothing else, in a run that does not use them.
 
-`RunEvents` sends each point to a sink as a frozen event (`AgentStarted`, `TextDelta`, ...)
+`Watchers` sends each point to a sink as a frozen event (`AgentStarted`, `TextDelta`, ...)
 and to the hooks (`agentnb.Hooks`) of the run and of the agent. The sink is a stream's
 (`agentnb.run_streamed`) or the ``on_event`` callback a run or a pattern was given. A hook or
 an ``on_event`` callback that raises (any ``BaseException``) ends the run: its exception
 travels as `CallbackRaised` and becomes ``RunResult.error``.
+
+The events are the one way to watch a run: besides the points above, every span of the trace
+(the run, each agent, model call, tool call, approval and guardrail) starts with a
+`SpanStarted` and ends with a `SpanEnded`, which carry its id and its parent's, so a consumer
+rebuilds the span tree from the stream alone (`agentnb.RunMonitor` does), and every record of
+the run's log arrives as a `LogRecorded` (the stream rebuilds ``log_lines`` too). The trace tells the
+run of its spans through one hook (`Trace.on_span`) installed only when there is a sink.
+Trace listeners ``fn(event, span)`` (``run(listeners=...)``) are deprecated: `listening` turns
+them into a sink of span events.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import CallbackRaised
 from ..models.deltas import TextChunk, ToolCallChunk, stream_of
@@ -31,7 +40,7 @@ if TYPE_CHECKING:
     from ..models.base import ModelClient
     from ..models.types import ModelRequest
     from ..trace.calls import CallRow
-    from ..trace.spans import Span
+    from ..trace.spans import Listener, Span, SpanKind, Trace
     from .agent import Agent
     from .context import RunContext
     from .result import RunResult
@@ -150,7 +159,139 @@ class RunEnded(Event):
     result: Any
 
 
+@dataclass(frozen=True, slots=True)
+class SpanStarted(Event):
+    """A span of the trace began (``time`` is its ``started``). ``parent_id`` places it in the
+    tree: the stream's span events rebuild ``result.spans``. ``span`` is the live `Span`, whose
+    ``attrs`` fill in as the run goes on."""
+
+    parent_id: str | None
+    kind: SpanKind
+    name: str
+    span: Span = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEnded(Event):
+    """A span ended (``time`` is its ``ended``) with ``status`` (``ok``, ``error``, ``timeout``,
+    ``refused`` or ``cancelled``). A model call's sizes are on ``span.attrs`` just after."""
+
+    parent_id: str | None
+    kind: SpanKind
+    name: str
+    status: str
+    span: Span = field(repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecorded(Event):
+    """A record of the run's log: the dict behind one line of `RunResult.log_lines` (a handoff,
+    a guardrail's verdict, an approval, a model call's retry, the run's start and end, ...).
+    Records reach the stream at the next span's start or end, and the last ones before the
+    run's `RunEnded`, so the stream holds the whole log, in order. ``span_id`` is the run's
+    span, as for `RunEnded`: a record is the run's, written by the agent at ``path``."""
+
+    record: dict[str, Any] = field(compare=False)
+
+
 Sink = Callable[[Event], None]
+
+
+def span_event(change: Literal["start", "end"] | str, span: Span) -> SpanStarted | SpanEnded:
+    """The event of a span's start or end."""
+    where = (span.agent, span.path, span.depth, span.span_id)
+    if change == "start":
+        return SpanStarted(*where, span.started, span.parent_id, span.kind, span.name, span)
+    ended = span.ended if span.ended is not None else span.started
+    return SpanEnded(*where, ended, span.parent_id, span.kind, span.name, span.status, span)
+
+
+class SpanWatch:
+    """The trace's span hook for a watched run: each span's start and end, and before it the
+    log records written since the last one, go to the run's sink."""
+
+    __slots__ = ("sent", "sink", "trace")
+
+    def __init__(self, trace: Trace, sink: Sink) -> None:
+        self.trace = trace
+        self.sink = sink
+        self.sent = 0
+        """How many of the trace's log records were sent."""
+
+    def __call__(self, change: str, span: Span) -> None:
+        if self.sent < len(self.trace.records):
+            self.send_log()
+        self.sink(span_event(change, span))
+
+    def send_log(self) -> None:
+        """Send the log records not sent yet, as `LogRecorded` (in the order they were written)."""
+        records, trace = self.trace.records, self.trace
+        while self.sent < len(records):
+            record = records[self.sent]
+            self.sent += 1  # counted first: a sink that raises is not sent the same record again
+            root = trace.spans[0].span_id if trace.spans else ""
+            where = (str(record.get("agent", "")), record["path"], record["depth"], root)
+            self.sink(LogRecorded(*where, trace.now(), record))
+
+
+def watch_spans(ctx: RunContext) -> None:
+    """Send the spans of the run's trace to its sink as `SpanStarted` / `SpanEnded`, and its
+    log records as `LogRecorded` (nothing to do when the run has no sink: its spans then cost
+    one check each, its log records none)."""
+    watchers = ctx.watchers
+    if watchers is None or watchers.sink is None:
+        ctx.trace.on_span = None
+        return
+    ctx.trace.on_span = SpanWatch(ctx.trace, watchers.sink)
+
+
+def send_log(ctx: RunContext) -> None:
+    """Send what is left of the run's log to its sink (before its `RunEnded`)."""
+    watch = ctx.trace.on_span
+    if isinstance(watch, SpanWatch):
+        watch.send_log()
+
+
+def listening(listeners: Sequence[Listener]) -> Sink:
+    """A sink that calls deprecated trace listeners ``fn(event, span)`` with the span events.
+
+    As before, one that raises is not called again, the others are still told, and the first
+    exception ends the run."""
+    live = list(listeners)
+
+    def sink(event: Event) -> None:
+        if isinstance(event, SpanStarted):
+            change = "start"
+        elif isinstance(event, SpanEnded):
+            change = "end"
+        else:
+            return
+        failed: BaseException | None = None
+        for listener in list(live):
+            try:
+                listener(change, event.span)
+            except BaseException as exc:  # user code: even SystemExit must not escape the run
+                live.remove(listener)
+                failed = failed or exc
+        if failed is not None:
+            raise CallbackRaised(failed)
+
+    return sink
+
+
+def both(first: Sink | None, second: Sink | None) -> Sink | None:
+    """One sink that sends each event to ``first``, then to ``second`` (either may be None).
+    What the first raises still reaches the second before it ends the run."""
+    if first is None or second is None:
+        return first or second
+
+    def sink(event: Event) -> None:
+        try:
+            first(event)
+        finally:
+            second(event)
+
+    return sink
 
 
 def subscriber(on_event: Sink) -> Sink:
@@ -172,14 +313,20 @@ def run_ended(ctx: RunContext, agent: Agent, result: RunResult) -> RunEnded:
     return RunEnded(agent.name, agent.name, 0, root, ctx.trace.now(), result)
 
 
-class RunEvents:
-    """Where one agent's points go: a stream's ``sink`` and ``hooks`` (the run's, then its own)."""
+class Watchers:
+    """Who watches one agent, and where its points go: the run's event ``sink`` (a stream's, or
+    ``on_event``) and ``hooks`` (the run's, then its own). ``streams``: whether model calls
+    are streamed (text deltas sent, ``ttft_s`` timed). Named apart from the events it sends
+    (`Event`) and from the trace's log records (`Trace.records`)."""
 
-    __slots__ = ("hooks", "sink")
+    __slots__ = ("hooks", "sink", "streams")
 
-    def __init__(self, sink: Sink | None = None, hooks: tuple[Hooks, ...] = ()) -> None:
+    def __init__(
+        self, sink: Sink | None = None, hooks: tuple[Hooks, ...] = (), *, streams: bool = True
+    ) -> None:
         self.sink = sink
         self.hooks = hooks
+        self.streams = streams and sink is not None
 
     async def agent_started(self, ctx: RunContext, state: AgentRun) -> None:
         if self.sink is not None:
@@ -206,7 +353,7 @@ class RunEvents:
         span: Span,
     ) -> ModelResponse:
         """The model's response; streamed (text deltas sent, first delta timed) for a stream."""
-        if self.sink is None:
+        if not self.streams or self.sink is None:
             return await model.request(request)
         return await _streamed(model, request, ctx, state, span, self.sink)
 
@@ -243,22 +390,23 @@ class RunEvents:
         await _call_hooks(self.hooks, name, *args)
 
 
-def events_for(ctx: RunContext, agent: Agent) -> RunEvents | None:
+def watchers_for(ctx: RunContext, agent: Agent) -> Watchers | None:
     """What watches ``agent`` in this run: the run's stream and hooks, plus its own hooks."""
     own = agent.hooks
     if own is None:
-        return ctx.events
-    run = ctx.events
+        return ctx.watchers
+    run = ctx.watchers
     if run is None:
-        return RunEvents(None, (own,))
-    return RunEvents(run.sink, run.hooks if own in run.hooks else (*run.hooks, own))
+        return Watchers(None, (own,))
+    hooks = run.hooks if own in run.hooks else (*run.hooks, own)
+    return Watchers(run.sink, hooks, streams=run.streams)
 
 
 async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
     """A handoff from ``source`` (still ``state.agent``) to ``target``: a `HandoffEvent` (the
     source's, in its span) and ``on_handoff`` of the run's hooks and of the *receiving* agent's
     own hooks, as openai-agents calls it (the source's own hooks are not told)."""
-    run = ctx.events
+    run = ctx.watchers
     if run is not None and run.sink is not None:
         run.sink(HandoffEvent(*_where(ctx, state, state.span), source.name, target.name))
     hooks = run.hooks if run is not None else ()

@@ -10,6 +10,8 @@
 from __future__ import annotations
 
 import inspect
+import sys
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -49,7 +51,8 @@ class RunOptions:
     """The run's id (None: 12 random hex digits). A pattern gives it to every run it makes;
     its tables tell the runs apart by their part column."""
     listeners: Sequence[Listener] = ()
-    """Called as ``listener(event, span)`` when any span starts or ends (live widgets)."""
+    """Deprecated: ``listener(event, span)`` told of every span's start and end. Use
+    ``on_event=`` instead, which gets `SpanStarted` / `SpanEnded` with the rest of the run."""
     model: ModelClient | str | None = None
     """The model of every agent of the run that has none (sub-agents included)."""
     model_settings: ModelSettings | None = None
@@ -58,8 +61,13 @@ class RunOptions:
     """An `agentnb.Hooks` that sees every agent of the run."""
     on_event: Callable[[Event], None] | None = None
     """Called with every event of the run as it happens (`AgentStarted`, `TextDelta`, ...,
-    lastly `RunEnded`): the events `agentnb.run_streamed` yields, as a callback. The model
-    calls are streamed, so each has its ``ttft_s``."""
+    lastly `RunEnded`): the events `agentnb.run_streamed` yields, as a callback, spans'
+    `SpanStarted` / `SpanEnded` included. The model calls are streamed, so each has its
+    ``ttft_s`` (unless ``stream=False``)."""
+    stream: bool | None = None
+    """Whether the model calls are streamed (`TextDelta` events, ``ttft_s`` timed). None: when
+    there is an ``on_event``. ``on_event`` with ``stream=False`` watches the run's spans,
+    tools and agents without changing how the models are called."""
 
     def __post_init__(self) -> None:
         if self.limits is not None and not isinstance(self.limits, Limits):
@@ -95,6 +103,8 @@ class RunOptions:
             raise UserError(
                 f"on_event must be a function on_event(event), got {type(self.on_event).__name__}"
             )
+        if self.stream is not None and not isinstance(self.stream, bool):
+            raise UserError(f"stream must be True, False or None, got {self.stream!r}")
         if self.on_event is not None and (
             inspect.iscoroutinefunction(self.on_event)
             or inspect.iscoroutinefunction(type(self.on_event).__call__)
@@ -109,8 +119,17 @@ class RunOptions:
         if not isinstance(listeners, (list, tuple)) or not all(callable(f) for f in listeners):
             raise UserError(
                 "listeners must be a list of functions listener(event, span), "
-                f"got {self.listeners!r}"
+                f"got {self.listeners!r}; listeners are deprecated: use on_event=fn(event)"
             )
+        if listeners and not isinstance(listeners, _Warned):
+            warnings.warn(
+                "run(listeners=...) is deprecated and will be removed: pass on_event=fn(event) "
+                "instead, which is told of every span as agentnb.SpanStarted / SpanEnded "
+                "(event.span is the Span a listener got), with the run's other events.",
+                DeprecationWarning,
+                stacklevel=_caller_level(),
+            )
+            object.__setattr__(self, "listeners", _Warned(listeners))  # warned once, not per copy
 
     @classmethod
     def of(cls, **options: Any) -> RunOptions:
@@ -146,6 +165,21 @@ class RunKeywords(TypedDict, total=False):
     model_settings: ModelSettings | None
     hooks: Hooks | None
     on_event: Callable[[Event], None] | None
+    stream: bool | None
+
+
+class _Warned(tuple[Any, ...]):
+    """Listeners whose deprecation was reported (a pattern's per-run copies do not repeat it)."""
+
+
+def _caller_level() -> int:
+    """The stack level of the first frame outside agentnb (where the option was written)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("agentnb"):
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
 
 
 KEYWORDS = frozenset(f.name for f in fields(RunOptions))

@@ -39,7 +39,17 @@ from .agent import Agent, model_client
 from .context import RunContext, TokenBudget
 from .deadline import DeadlinePassed, within
 from .enabled import enabled_tools
-from .events import RunEvents, events_for, handed_off, run_ended, subscriber
+from .events import (
+    Watchers,
+    both,
+    handed_off,
+    listening,
+    run_ended,
+    send_log,
+    subscriber,
+    watch_spans,
+    watchers_for,
+)
 from .guardrails import first_call, run_guardrails, start_input_checks
 from .handoffs import HandoffTool
 from .hooks import reads_rows
@@ -75,12 +85,12 @@ async def run(
     ``artifacts`` are documents the agents can hand to sub-agents by handle (the input itself
     is the handle ``"input"``). ``timeout`` and ``max_turns`` are shortcuts for the run's
     wall-clock limit and the root agent's turn limit. ``approver`` decides calls that need
-    approval; ``deps`` is whatever the tools need. ``listeners`` are called as
-    ``listener(event, span)`` when any span starts or ends (live widgets use them).
+    approval; ``deps`` is whatever the tools need.
     ``model`` is the model of every agent of the run that has none (sub-agents included);
     ``model_settings`` override the agents' own `ModelSettings` field by field.
     ``hooks`` (an `agentnb.Hooks`) see every agent of the run; ``on_event`` is called with
-    each event `run_streamed` would yield. A hook, listener or ``on_event`` that raises
+    each event `run_streamed` would yield, the start and end of every span included
+    (``listeners``, the older ``fn(event, span)`` form, are deprecated). A hook or ``on_event`` that raises
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
     """
@@ -113,9 +123,16 @@ def start_context(
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
-    if options.hooks is not None or options.on_event is not None:
-        sink = subscriber(options.on_event) if options.on_event is not None else None
-        ctx.events = RunEvents(sink, (options.hooks,) if options.hooks is not None else ())
+    on_event = options.on_event
+    if options.hooks is not None or on_event is not None or options.listeners:
+        sink = both(
+            subscriber(on_event) if on_event is not None else None,
+            listening(options.listeners) if options.listeners else None,
+        )
+        streams = options.stream if options.stream is not None else on_event is not None
+        hooks = (options.hooks,) if options.hooks is not None else ()
+        ctx.watchers = Watchers(sink, hooks, streams=streams)
+        watch_spans(ctx)
     return ctx
 
 
@@ -147,7 +164,7 @@ def _models(agent: Agent, default: ModelClient | None) -> list[object]:
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
     """Run the root agent in a context from `start_context`; see `run`."""
     trace = ctx.trace
-    raised: BaseException | None = None  # by a listener told of the run's start
+    raised: BaseException | None = None  # by an on_event told of the run's start
     try:
         root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
     except CallbackRaised as exc:
@@ -179,17 +196,18 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         raise
     except AgentRunError as exc:
         error = exc
-    except CallbackRaised as exc:  # a hook or a listener raised: its exception is the error
+    except CallbackRaised as exc:  # a hook or an on_event raised: its exception is the error
         error = exc.error
     except BaseException as exc:  # user code or a client raised (SystemExit too): report it
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     late = _finish(ctx, state, status, error)
     result = build_result(ctx, output, error or late)
-    events = ctx.events
-    if events is not None and events.sink is not None:  # streamed: the last event
+    watchers = ctx.watchers
+    if watchers is not None and watchers.sink is not None:  # streamed: the last event
         try:
-            events.sink(run_ended(ctx, agent, result))
+            send_log(ctx)
+            watchers.sink(run_ended(ctx, agent, result))
         except CallbackRaised as exc:  # the run's on_event raised at its end
             result = build_result(ctx, None, exc.error)
     return result
@@ -198,11 +216,12 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
 def _finish(
     ctx: RunContext, state: AgentRun, status: str, error: BaseException | None = None
 ) -> BaseException | None:
-    """Close the run's spans and log its end; returns what a listener raised meanwhile."""
+    """Close the run's spans and log its end; returns what an on_event raised meanwhile."""
     if state in ctx.active:
         ctx.active.remove(state)
     late = None
-    for _ in range(len(ctx.trace.listeners) + 1):  # a listener that raises is dropped: retry
+    # A watcher that raises at a span's end has ended that span: each retry has fewer to close.
+    for _ in range(len(ctx.trace.spans) + 1):
         try:
             _close(ctx, status)
             break
@@ -292,8 +311,8 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
         step = await _turns(state, ctx, max_turns)
         if isinstance(step, NextStepFinalOutput):
             state.output = step.output
-            if state.events is not None:
-                await state.events.agent_ended(ctx, state, step.output)
+            if state.watchers is not None:
+                await state.watchers.agent_ended(ctx, state, step.output)
             return step.output
         transfer = step.transfer
         source = state.agent
@@ -348,9 +367,11 @@ async def _turns(
         )
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
-    state.events = events = events_for(ctx, agent)  # a stream, hooks: None when nobody watches
-    if events is not None:
-        await events.agent_started(ctx, state)
+    state.watchers = watchers = watchers_for(
+        ctx, agent
+    )  # a stream, hooks: None when nobody watches
+    if watchers is not None:
+        await watchers.agent_started(ctx, state)
     input_checks = (
         await start_input_checks(agent.guardrails("input"), state, ctx)
         if agent.input_guardrails
@@ -485,9 +506,9 @@ async def call_model(
         )
     ctx.model_calls += 1
     trace = ctx.trace
-    events = state.events
-    if events is not None:
-        await events.model_started(ctx, state, request)
+    watchers = state.watchers
+    if watchers is not None:
+        await watchers.model_started(ctx, state, request)
     model = through(model, state.path, turn)  # an experiment's response cache, when one is on
     span = trace.start(
         "model_call",
@@ -499,23 +520,23 @@ async def call_model(
         turn=turn,
     )
     try:
-        if events is None:
+        if watchers is None:
             response = await model.request(request)
         else:  # streamed when the run is
-            response = await events.request(model, request, ctx, state, span)
+            response = await watchers.request(model, request, ctx, state, span)
     except BaseException as exc:
         status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "error"
         try:
             trace.end(span, status)
-        finally:  # the row is kept even when a listener raises at the call's end
+        finally:  # the row is kept even when an on_event raises at the call's end
             _record(ctx, model, state, request, None, span, status, getattr(exc, "events", None))
         raise
     try:
         trace.end(span, "ok")
     finally:
         row = _record(ctx, model, state, request, response, span, "ok")
-    if events is not None:
-        await events.model_ended(ctx, state, response, row)
+    if watchers is not None:
+        await watchers.model_ended(ctx, state, response, row)
     return response
 
 
@@ -635,9 +656,11 @@ async def _run_tool(
         args_chars=len(call.arguments),
     )
     tool = tools.get(call.name)
-    events = state.events if not isinstance(tool, HandoffTool) else None  # not a tool's events
-    if events is not None:
-        await events.tool_started(ctx, state, span, call)
+    watchers = (
+        state.watchers if not isinstance(tool, HandoffTool) else None
+    )  # a handoff: not a tool
+    if watchers is not None:
+        await watchers.tool_started(ctx, state, span, call)
     with trace.ends_on_failure(span):
         if tool is None:
             known = ", ".join(tools) or "none"
@@ -659,6 +682,6 @@ async def _run_tool(
         trace.end(span, outcome.status)
     else:
         trace.end(span, outcome.status, result_chars=len(model_text(outcome)))
-    if events is not None and not isinstance(outcome.message, Paused):
-        await events.tool_ended(ctx, state, span, call, outcome)
+    if watchers is not None and not isinstance(outcome.message, Paused):
+        await watchers.tool_ended(ctx, state, span, call, outcome)
     return outcome

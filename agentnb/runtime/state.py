@@ -12,7 +12,7 @@ from ..trace.spans import Span
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import TokenBudget
-    from .events import RunEvents
+    from .events import Watchers
 
 
 @dataclass
@@ -40,5 +40,5 @@ class AgentRun:
     """Names of the agents control passed to, in order."""
     tally: HistoryTally = field(default_factory=HistoryTally, repr=False)
     """Running size and token sums over ``messages``: a turn measures only what is new."""
-    events: RunEvents | None = field(default=None, repr=False)
+    watchers: Watchers | None = field(default=None, repr=False)
     """What watches this agent (a stream, hooks); None when nothing does. Set as it starts."""

@@ -1,6 +1,6 @@
 """Streamed runs: `run_streamed` (async) and `stream_sync` (scripts and blocking cells).
 
-A streamed run is an ordinary run whose `RunEvents` have a sink: the events of every agent
+A streamed run is an ordinary run whose `Watchers` have a sink: the events of every agent
 of the hierarchy (sub-agents included, each with its path) arrive in one stream, in the order
 they happen, and end with `RunEnded`. Its `RunResult` is the one `run` returns for the same
 run (same rows, characters and usage), with ``ttft_s`` measured on every model call.
@@ -27,7 +27,16 @@ from ._loop import background_loop, blocking, in_background_loop, running_loop, 
 from ._thread_loop import run_here, thread_loop
 from .agent import Agent
 from .context import RunContext
-from .events import Event, RunEnded, RunEvents, Sink, being_cancelled, run_ended
+from .events import (
+    Event,
+    RunEnded,
+    Sink,
+    Watchers,
+    being_cancelled,
+    both,
+    run_ended,
+    watch_spans,
+)
 from .options import RunKeywords, RunOptions
 from .result import RunResult
 from .runner import build_result, execute, start_context
@@ -138,9 +147,11 @@ class RunStream(Generic[T]):
         self._seen_end = False
         self._done = False
         self._error: BaseException | None = None
-        if ctx is not None:
-            run = ctx.events
-            ctx.events = RunEvents(self._emit, run.hooks if run is not None else ())
+        if ctx is not None:  # the stream is the run's sink (before the deprecated listeners)
+            run = ctx.watchers
+            hooks, theirs = (run.hooks, run.sink) if run is not None else ((), None)
+            ctx.watchers = Watchers(both(self._emit, theirs), hooks)
+            watch_spans(ctx)
 
     async def result(self) -> T:
         """The `RunResult` (or the pattern's result), once it ends. A run's never raises once

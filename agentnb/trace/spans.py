@@ -56,6 +56,8 @@ class Span:
 
 
 Listener = Callable[[str, Span], None]
+"""``fn(event, span)`` with ``event`` ``"start"`` or ``"end"``: how the trace tells the run that
+a span started or ended (the runtime turns it into `agentnb.SpanStarted` / `SpanEnded`)."""
 
 
 class Trace:
@@ -70,14 +72,23 @@ class Trace:
         self.spans: list[Span] = []
         self.call_rows: list[CallRow] = []
         """One `CallRow` per model call, in the order the calls finished."""
-        self.events: list[dict[str, Any]] = []
-        self.listeners: list[Listener] = []
-        """Callbacks ``(event, span)`` for ``start``/``end`` of every span: live widgets use them.
-        One that raises is removed, and the run ends with its exception as the error."""
+        self.records: list[dict[str, Any]] = []
+        """The run's log records (`log`): run, depth, path, event, then the event's own fields;
+        `log_lines` gives them as JSON lines."""
+        self.on_span: Listener | None = None
+        """Told ``("start" | "end", span)`` of every span, when someone watches the run: the
+        runtime installs it to send the span events of the run's stream (None otherwise, and
+        then a span costs one check). What it raises ends the run, as `CallbackRaised`."""
         self._count = 0
         self._open: dict[str, Span] = {}
         # Spans not ended yet, in start order: closing what a finished sub-agent left open
         # then costs the few spans still running, not a scan of a trace of 100,000 spans.
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A pickled trace keeps its records, not who was watching the run."""
+        state = dict(self.__dict__)
+        state["on_span"] = None
+        return state
 
     @property
     def started_at(self) -> datetime:
@@ -117,7 +128,7 @@ class Trace:
         )
         self.spans.append(span)
         self._open[span_id] = span
-        if self.listeners:
+        if self.on_span is not None:
             self._notify("start", span)
         return span
 
@@ -127,7 +138,7 @@ class Trace:
         self._open.pop(span.span_id, None)
         if attrs:
             span.attrs.update(attrs)
-        if self.listeners:
+        if self.on_span is not None:
             self._notify("end", span)
 
     @contextmanager
@@ -144,17 +155,14 @@ class Trace:
             raise
 
     def _notify(self, event: str, span: Span) -> None:
-        """Call every listener. One that raises is not called again, and its exception ends
-        the run (raised as `CallbackRaised` once the others have been told)."""
-        failed: BaseException | None = None
-        for listener in list(self.listeners):
-            try:
-                listener(event, span)
-            except BaseException as exc:  # user code: even SystemExit must not escape the run
-                self.listeners.remove(listener)
-                failed = failed or exc
-        if failed is not None:
-            raise CallbackRaised(failed)
+        """Tell the watcher; what it raises travels as `CallbackRaised` (the run's error)."""
+        assert self.on_span is not None
+        try:
+            self.on_span(event, span)
+        except CallbackRaised:
+            raise
+        except BaseException as exc:  # user code: even SystemExit must not escape the run
+            raise CallbackRaised(exc) from None
 
     def close_open_under(self, root: Span, status: str) -> None:
         """End every running span below ``root`` (a sub-agent that timed out or failed)."""
@@ -202,13 +210,19 @@ class Trace:
         return False
 
     def log(self, event: str, *, depth: int, path: str, **extra: Any) -> None:
-        self.events.append(
+        self.records.append(
             {"run": self.run_id, "depth": depth, "path": path, "event": event, **extra}
         )
 
     def log_lines(self) -> list[str]:
-        """The events as JSON lines: run, depth, path, event, then the event's own fields."""
-        return [json.dumps(e, ensure_ascii=False, default=str) for e in self.events]
+        """The log records as JSON lines: run, depth, path, event, then the event's own fields."""
+        return [json.dumps(e, ensure_ascii=False, default=str) for e in self.records]
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        """The former name of `records` (kept this round for code that reads it): "events" now
+        names only the typed events a run sends (`agentnb.Event`)."""
+        return self.records
 
     def children(self, span: Span | None) -> list[Span]:
         parent = span.span_id if span else None
