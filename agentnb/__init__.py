@@ -133,23 +133,23 @@ from .runtime import (
     team,
     tool,
 )
-from .runtime.approval import (
+from .runtime.agents.settings import StopAtTools
+from .runtime.guards.approval import (
     Approval,
     ApprovalRecord,
     PendingCall,
     approve_all,
     reject_all,
 )
-from .runtime.approval import in_notebook as _in_notebook
-from .runtime.guardrails import (
+from .runtime.guards.approval import in_notebook as _in_notebook
+from .runtime.guards.guardrails import (
     Guardrail,
     GuardrailResult,
     agent_guardrail,
     input_guardrail,
     output_guardrail,
 )
-from .runtime.settings import StopAtTools
-from .runtime.tool_guardrails import ToolGuardrail
+from .runtime.guards.tool_guardrails import ToolGuardrail
 from .trace import (
     CALL_COLUMNS,
     canonical_request,

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..errors import UserError
 from ..models import checks
-from ..runtime.approval import in_notebook
+from ..runtime.guards.approval import in_notebook
 from .attempt import Job, attempt, job_on_worker
 from .live import LiveSummary
 from .store import RUN_FIELDS, connect, store_path, to_json

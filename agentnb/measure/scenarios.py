@@ -48,10 +48,10 @@ from pydantic import BaseModel, Field
 from ..errors import UserError
 from ..models.scripted import FunctionModel, ScriptedModel, Step, say, tool_call
 from ..models.types import ModelRequest
-from ..runtime.agent import Agent
-from ..runtime.result import RunResult
-from ..runtime.runner import run
-from ..runtime.team import team
+from ..runtime.agents.agent import Agent
+from ..runtime.loop.result import RunResult
+from ..runtime.loop.runner import run
+from ..runtime.tools.team import team
 
 # -- the contract-review cost scenario ---------------------------------------------------------
 

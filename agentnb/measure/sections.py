@@ -2,7 +2,7 @@
 
 A section shared by many agents (an output format, a list of constraints) is written once but
 resent on every model call of every agent that uses it. The runner records, on each agent span,
-what each section of that agent's prompt weighs (`agentnb.runtime.prompt.section_sizes`); here
+what each section of that agent's prompt weighs (`agentnb.runtime.agents.prompt.section_sizes`); here
 every model call's ``chars_in_system`` is split along those sections. Agents whose instructions
 are a plain string (or a callable) show as one row labelled ``(instructions)``.
 

@@ -12,10 +12,10 @@ from IPython.core.error import UsageError
 
 from ..errors import UserError
 from ..models.registry import providers
-from ..runtime.agent import Agent
-from ..runtime.output import output_spec
-from ..runtime.result import RunResult
-from ..runtime.tools import BaseTool
+from ..runtime.agents.agent import Agent
+from ..runtime.agents.output import output_spec
+from ..runtime.loop.result import RunResult
+from ..runtime.tools.function import BaseTool
 
 
 def _choices(ns: Mapping[str, Any], hidden: set[str], keep: Callable[[Any], bool]) -> str:

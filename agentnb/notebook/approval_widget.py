@@ -23,8 +23,9 @@ import html
 from typing import Any
 
 from ..errors import NoApprover
-from ..runtime import approval, main_thread_blocked
-from ..runtime.approval import Approval, Approver, PendingCall
+from ..runtime import main_thread_blocked
+from ..runtime.guards import approval
+from ..runtime.guards.approval import Approval, Approver, PendingCall
 from ._snapshot import Snapshotted
 
 PREVIEW_CHARS = 4_000

@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..runtime.agent import Agent
-from ..runtime.result import RunResult
+from ..runtime.agents.agent import Agent
+from ..runtime.loop.result import RunResult
 
 if TYPE_CHECKING:
     from ..models.types import Message
-    from ..runtime.events import Event
+    from ..runtime.watch.events import Event
     from .monitor import RunMonitor
 
 _TIMEOUTS: weakref.WeakKeyDictionary[Agent, float] = weakref.WeakKeyDictionary()

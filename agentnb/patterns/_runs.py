@@ -18,12 +18,12 @@ from ..errors import RunTimeout, UserError
 from ..models import checks
 from ..models.base import ModelClient
 from ..models.types import Message
-from ..runtime.agent import Agent, model_client
-from ..runtime.context import RunContext
-from ..runtime.events import Event
-from ..runtime.options import RunOptions
-from ..runtime.result import RunResult
-from ..runtime.runner import execute, start_context
+from ..runtime.agents.agent import Agent, model_client
+from ..runtime.loop.context import RunContext
+from ..runtime.loop.options import RunOptions
+from ..runtime.loop.result import RunResult
+from ..runtime.loop.runner import execute, start_context
+from ..runtime.watch.events import Event
 from ..trace.spans import CALL_COLUMNS, Trace
 
 if TYPE_CHECKING:

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..runtime.agent import Agent
-from ..runtime.options import RunKeywords, RunOptions
-from ..runtime.result import RunResult
-from ..runtime.tools import to_text
+from ..runtime.agents.agent import Agent
+from ..runtime.loop.options import RunKeywords, RunOptions
+from ..runtime.loop.result import RunResult
+from ..runtime.tools.function import to_text
 from . import _runs
 from .result import PatternResult
 

@@ -25,10 +25,10 @@ from pydantic import BaseModel, ConfigDict
 from ..errors import UserError
 from ..models import checks
 from ..models.types import Message
-from ..runtime.agent import Agent
-from ..runtime.handoffs import intent_message, user_message
-from ..runtime.state import AgentRun
-from ..runtime.transfer import Transfer
+from ..runtime.agents.agent import Agent
+from ..runtime.handoffs.handoff import intent_message, user_message
+from ..runtime.handoffs.transfer import Transfer
+from ..runtime.loop.state import AgentRun
 
 
 class Intent(BaseModel):

@@ -22,10 +22,10 @@ from typing import Any, Literal
 
 from ..errors import UserError
 from ..models import checks
-from ..runtime.agent import Agent
-from ..runtime.handoffs import Handoff, HandoffConfig
-from ..runtime.runner import run
-from ..runtime.tools import BaseTool
+from ..runtime.agents.agent import Agent
+from ..runtime.handoffs.handoff import Handoff, HandoffConfig
+from ..runtime.loop.runner import run
+from ..runtime.tools.function import BaseTool
 from .chain import ChainResult, chain
 
 Kind = Literal["star", "hierarchy", "chain", "mesh"]

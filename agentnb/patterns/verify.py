@@ -20,10 +20,10 @@ from pydantic import BaseModel, Field
 from ..errors import UserError
 from ..models import checks
 from ..models.types import Message
-from ..runtime.agent import Agent
-from ..runtime.options import RunKeywords, RunOptions
-from ..runtime.result import RunResult
-from ..runtime.tools import to_text
+from ..runtime.agents.agent import Agent
+from ..runtime.loop.options import RunKeywords, RunOptions
+from ..runtime.loop.result import RunResult
+from ..runtime.tools.function import to_text
 from . import _runs
 from .result import PatternResult
 

@@ -1,10 +1,21 @@
 """The runtime layer: agents, tools, the run loop, agents as tools, handoffs and patterns."""
 
-from ._loop import main_thread_blocked, run_sync
-from .agent import Agent
-from .agent_tool import AgentTool
-from .context import Limits, RunContext
-from .events import (
+from .agents.agent import Agent
+from .agents.prompt import PromptSection, assemble_prompt
+from .handoffs.handoff import Handoff, HandoffConfig
+from .handoffs.transfer import Transfer
+from .loop._sync import main_thread_blocked, run_sync
+from .loop.context import Limits, RunContext
+from .loop.options import RunOptions
+from .loop.outcome import ToolOutcome
+from .loop.pause import Interruption, resume
+from .loop.result import RunResult
+from .loop.runner import run
+from .tools.agent_tool import AgentTool
+from .tools.context import ToolCallContext
+from .tools.function import Tool, tool
+from .tools.team import TeamTool, team
+from .watch.events import (
     AgentEnded,
     AgentStarted,
     Event,
@@ -20,19 +31,8 @@ from .events import (
     ToolCallEnded,
     ToolCallStarted,
 )
-from .handoffs import Handoff, HandoffConfig
-from .hooks import Hooks
-from .options import RunOptions
-from .outcome import ToolOutcome
-from .pause import Interruption, resume
-from .prompt import PromptSection, assemble_prompt
-from .result import RunResult
-from .runner import run
-from .streaming import RunStream, run_streamed, stream_sync
-from .team import TeamTool, team
-from .tool_context import ToolCallContext
-from .tools import Tool, tool
-from .transfer import Transfer
+from .watch.hooks import Hooks
+from .watch.streaming import RunStream, run_streamed, stream_sync
 
 __all__ = [
     "Agent",

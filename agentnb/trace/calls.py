@@ -132,7 +132,9 @@ class CallRow:
                 cached, latency = True, event.get("latency_s")
             elif event.get("event") == "server_state":  # the model client sent less
                 sent = event.get("chars_on_wire", sent)
-        ttft = span.attrs.get("ttft_s", math.nan)  # set by a streamed call (runtime/events.py)
+        ttft = span.attrs.get(
+            "ttft_s", math.nan
+        )  # set by a streamed call (runtime/watch/events.py)
         if wait and not math.isnan(ttft):  # timed from when the request went, like latency_s
             ttft = span.attrs["ttft_s"] = max(ttft - wait, 0.0)
         # Positional, in the order of the fields above (a test checks each field's value):

@@ -1,3 +1,3 @@
 collect_ignore = [
     "widgets_demo.ipynb"
-]  # served by Voila in tests/test_browser.py, not an nbval notebook
+]  # served by Voila in tests/notebook/test_browser.py, not an nbval notebook

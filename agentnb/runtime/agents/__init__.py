@@ -1,0 +1,1 @@
+"""What an agent is: configuration, instructions, output types, per-agent settings."""

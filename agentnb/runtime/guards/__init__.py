@@ -1,0 +1,1 @@
+"""Guards around a run: guardrails on input and output, checks and approval of tool calls."""

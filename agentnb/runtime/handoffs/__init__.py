@@ -1,0 +1,1 @@
+"""Handoffs: control passing to another agent, and what it is allowed to see."""

@@ -1,0 +1,1 @@
+"""Tools: functions and agents exposed as tools, their schemas and their call context."""

@@ -1,0 +1,1 @@
+"""What watches a run: typed events, hooks, streamed runs and their partial output."""
