@@ -18,14 +18,12 @@ from ..errors import ModelHTTPError, StreamBroken
 from ._http import Failure
 from ._openai_wire import (
     StructuredMode,
-    request_to_wire,
     required_refused,
     response_from_wire,
     weaker_mode,
 )
 from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
 from .deltas import StreamItem, TextChunk, ToolCallChunk
-from .request_fields import extra_body
 from .types import ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -126,20 +124,8 @@ async def stream_chat(model: OpenAIModel, request: ModelRequest) -> AsyncIterato
         usage_asked: dict[str, Any] = {"stream_options": {"include_usage": True}}
 
         def open_stream() -> Any:
-            body = request_to_wire(
-                model.model,
-                request,
-                mode,
-                max_tokens_param=model._max_tokens_param,
-                tool_choices=model.tool_choices,
-            )
-            extra = extra_body(model.params, body)  # ModelSettings.extra, params
             return client.chat.completions.with_streaming_response.create(
-                **body,
-                stream=True,
-                **usage_asked,
-                timeout=model.timeout,
-                **extra,
+                **model._body(request, mode), stream=True, **usage_asked, timeout=model.timeout
             )
 
         def fallback(failed: Failure) -> bool:  # as `OpenAIModel.request` does, and:

@@ -181,21 +181,25 @@ class OpenAIModel(HTTPModel):
 
         return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
 
+    def _body(self, request: ModelRequest, mode: StructuredMode | None) -> dict[str, Any]:
+        """The keywords of one Chat Completions call, plain or streamed: the wire body, and
+        ``ModelSettings.extra`` and ``params`` under ``extra_body``."""
+        body = request_to_wire(
+            self.model,
+            request,
+            mode,
+            max_tokens_param=self._max_tokens_param,
+            tool_choices=self.tool_choices,
+        )
+        return {**body, **extra_body(self.params, body)}
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
             mode: StructuredMode | None = self._mode if request.output_schema is not None else None
 
             async def attempt() -> Any:
-                body = request_to_wire(
-                    self.model,
-                    request,
-                    mode,
-                    max_tokens_param=self._max_tokens_param,
-                    tool_choices=self.tool_choices,
-                )
-                extra = extra_body(self.params, body)  # ModelSettings.extra, params
                 return await client.chat.completions.with_raw_response.create(
-                    **body, timeout=self.timeout, **extra
+                    **self._body(request, mode), timeout=self.timeout
                 )
 
             def fallback(failed: Failure) -> bool:
