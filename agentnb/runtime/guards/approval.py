@@ -44,6 +44,7 @@ from ..tools.context import ToolCallContext
 from ..tools.function import APPROVAL_FORMS, BaseTool
 
 if TYPE_CHECKING:
+    from ..loop.state import AgentRun
     from ..tools.agent_tool import AgentTool
 
 
@@ -181,17 +182,7 @@ async def decide(
             needed = await off_loop(needs_approval, *args)
         except Exception as exc:
             reason = f"needs_approval raised {type(exc).__name__}: {exc}"
-            trace.log(
-                "approval",
-                depth=caller.depth,
-                path=caller.path,
-                agent=pending.agent,
-                tool=pending.tool,
-                approved=False,
-                reason=reason,
-                wait_s=0.0,
-            )
-            _record(ctx, caller.path, pending, arguments, "needs_approval", False, reason, 0.0)
+            _record(ctx, caller, pending, arguments, "needs_approval", False, reason, 0.0)
             return f"call to {pending.tool} rejected: {reason}"
         if not needed:
             return None
@@ -222,18 +213,8 @@ async def decide(
     status = "ok" if verdict.approved else "refused"
     trace.end(span, status, approved=verdict.approved, reason=verdict.reason, wait_s=waited)
     tcx.span.attrs["approval_wait_s"] = waited
-    trace.log(
-        "approval",
-        depth=caller.depth,
-        path=caller.path,
-        agent=pending.agent,
-        tool=pending.tool,
-        approved=verdict.approved,
-        reason=verdict.reason,
-        wait_s=waited,
-    )
     who = str(getattr(approver, "__name__", type(approver).__name__))
-    _record(ctx, caller.path, pending, arguments, who, verdict.approved, verdict.reason, waited)
+    _record(ctx, caller, pending, arguments, who, verdict.approved, verdict.reason, waited)
     if verdict.approved:
         return None
     return f"call to {pending.tool} rejected: {verdict.reason or 'no reason given'}"
@@ -241,7 +222,7 @@ async def decide(
 
 def _record(
     ctx: Any,
-    path: str,
+    caller: AgentRun,
     pending: PendingCall,
     arguments: dict[str, Any],
     who: str,
@@ -249,6 +230,17 @@ def _record(
     reason: str,
     waited: float,
 ) -> None:
+    """A decision, as a log line of the trace and a row of ``result.approvals``."""
+    ctx.trace.log(
+        "approval",
+        depth=caller.depth,
+        path=caller.path,
+        agent=pending.agent,
+        tool=pending.tool,
+        approved=approved,
+        reason=reason,
+        wait_s=waited,
+    )
     ctx.approvals.append(
         ApprovalRecord(
             pending.tool,
@@ -258,7 +250,7 @@ def _record(
             reason,
             ctx.trace.now(),
             waited,
-            path,
+            caller.path,
         )
     )
 
