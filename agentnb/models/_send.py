@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ModelHTTPError
 from ._deadline import Deadline
 from ._http import Failure, PerLoop, scrub
+from .gate import check_request_allowed
 from .types import ModelResponse
 
 if TYPE_CHECKING:
@@ -59,7 +60,9 @@ class Slots(PerLoop[Slot]):
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[tuple[Any, Events]]:
         """The running loop's client, once a request may go, and the request's event list
-        (a wait for room under ``max_concurrency`` is its ``queue_wait`` event)."""
+        (a wait for room under ``max_concurrency`` is its ``queue_wait`` event). Refused when
+        requests are forbidden (`agentnb.models.gate`)."""
+        check_request_allowed(self._owner)
         slot = self.get()
         events: Events = []
         queued = slot.semaphore.locked()
