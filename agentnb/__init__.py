@@ -133,7 +133,7 @@ from .runtime import (
     team,
     tool,
 )
-from .runtime.agents.settings import StopAtTools
+from .runtime.agents.settings import FunctionToolResult, StopAtTools, ToolsToFinalOutputResult
 from .runtime.guards.approval import (
     Approval,
     ApprovalRecord,
@@ -248,6 +248,8 @@ __all__ = [
     "RunOptions",
     "RunResult",
     "StopAtTools",
+    "FunctionToolResult",
+    "ToolsToFinalOutputResult",
     "TeamTool",
     "Tool",
     "ToolCallContext",

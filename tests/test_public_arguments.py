@@ -449,6 +449,9 @@ NOT_CONFIGURED = {
     "latency_series",
     "section_costs",
     "verifier_table",
+    # what a tool_use_behavior function reads and returns (values, not configuration)
+    "FunctionToolResult",
+    "ToolsToFinalOutputResult",
     # modules and the notebook layer (loaded on first use; its own tests check its arguments)
     "filters",
     "scenarios",

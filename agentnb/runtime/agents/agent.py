@@ -81,9 +81,15 @@ class Agent:
     model_settings: ModelSettings | None = None
     """Temperature, tool choice, ...: see `ModelSettings` (``run(model_settings=...)`` overrides)."""
     tool_use_behavior: ToolUseBehavior = "run_llm_again"
-    """``"run_llm_again"`` (the default), ``"stop_on_first_tool"`` or ``StopAtTools(...)``: with
-    a stop, the first (or a named) tool's result is the agent's output, with no further call;
-    if that tool call fails, the run ends ``ok=False`` with `agentnb.errors.ToolFailed`."""
+    """``"run_llm_again"`` (the default), ``"stop_on_first_tool"``, ``StopAtTools(...)`` or a
+    function ``fn(ctx, results) -> ToolsToFinalOutputResult``: with a stop, the first (or a
+    named) tool's result is the agent's output (read as ``output_type`` when there is one),
+    with no further call; if that tool call fails, the run ends ``ok=False`` with
+    `agentnb.errors.ToolFailed`. A function decides from the turn's results."""
+    reset_tool_choice: bool = True
+    """Whether a forced ``tool_choice`` (``"required"``, a tool's name) goes back to ``"auto"``
+    after the turn that called tools, so that the agent can answer; False keeps forcing it
+    (with a ``tool_use_behavior`` that stops, or a turn limit, to end the run)."""
     input_guardrails: Sequence[Guardrail | Callable[..., Any]] = ()
     """Checks of the agent's input (see `agentnb.GuardrailResult`); by default alongside the
     first model call, which a tripwire cancels."""
@@ -112,6 +118,12 @@ class Agent:
         self._split_route()  # fail now on a route given twice or mixed with handoffs
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
         check_behavior(self.tool_use_behavior, self.name)
+        if not isinstance(self.reset_tool_choice, bool):
+            raise checks.fail(
+                f"Agent({self.name!r}, reset_tool_choice=...)",
+                "True or False",
+                self.reset_tool_choice,
+            )
         for stage in ("input", "output"):  # fail now on a guardrail that is not one
             given = getattr(self, f"{stage}_guardrails")
             if given or not isinstance(given, (list, tuple)):
@@ -256,7 +268,7 @@ class Agent:
                 ``{input, artifacts}``.
             input_builder (Callable | None): ``fn(parsed, run_context) -> str``: the sub-agent's input from the
                 parsed ``input_schema`` object (default: the object as JSON).
-            extractor (Callable | None): ``fn(result) -> str``: what goes back to the caller from the sub-agent's
+            extractor (Callable | None): ``fn(result) -> str`` (sync or async): what goes back to the caller from the sub-agent's
                 `RunResult` (default: its output as text).
             needs_approval (bool | Callable): ``True`` to ask the run's approver before every call, or
                 ``fn(ctx, arguments) -> bool`` (or ``fn(pending) -> bool``) to decide per

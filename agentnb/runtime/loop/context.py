@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ...models import checks
-from ...models.types import Usage
+from ...models.types import Message, Usage
 from ...trace.spans import Trace
 
 if TYPE_CHECKING:
@@ -90,6 +90,8 @@ class RunContext:
     """For a resumed run: ``fn(state, ctx)`` run before the first turn (the waiting calls)."""
     paused_agents: dict[str, AgentRun] = field(default_factory=dict)
     """Sub-agents a pause went through, by path: their histories are part of the state."""
+    inputs: tuple[Message, ...] = ()
+    """The messages the root agent started from (``result.new_items`` is what came after)."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:

@@ -116,6 +116,14 @@ class RunResult:
         return list(self.messages)
 
     @property
+    def new_items(self) -> list[Message]:
+        """The messages this run added to its input, in order: the answering agent's tool
+        calls, their results and its answer (openai-agents' ``new_items``, as `Message`
+        objects). ``to_input_list()`` is the input followed by these."""
+        inputs = self.context.inputs if self.context is not None else ()
+        return [m for m in self.messages if not any(m is i for i in inputs)]
+
+    @property
     def spans(self) -> list[Span]:
         """Every span of the run (run, agent, model_call, tool_call), in start order."""
         return list(self.trace.spans)

@@ -36,10 +36,16 @@ from ...trace.tokens import preload
 from ...words import plural
 from ..agents.agent import Agent, model_client
 from ..agents.instructions import system_prompt
-from ..agents.output import validation_errors
+from ..agents.output import OutputSpec, validation_errors
 from ..agents.output_validators import retried, validated_output
 from ..agents.prompt import section_sizes
-from ..agents.settings import after_tool_calls, stopping_call, turn_settings
+from ..agents.settings import (
+    FunctionToolResult,
+    after_tool_calls,
+    decided,
+    stopping_call,
+    turn_settings,
+)
 from ..guards.guardrails import first_call, run_guardrails, start_input_checks
 from ..guards.tool_guardrails import invoke_checked
 from ..handoffs.handoff import HandoffTool
@@ -170,6 +176,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     except CallbackRaised as exc:
         root_span, raised = trace.spans[-1], exc.error
     messages = _initial_messages(input, ctx)
+    ctx.inputs = tuple(messages)
     state = AgentRun(agent, messages, 0, agent.name, (agent,), root_span)
     if ctx.limits.max_tokens is not None:
         state.budgets = (TokenBudget(ctx.limits.max_tokens, "the run", fatal=True),)
@@ -399,12 +406,11 @@ async def _turns(
             if isinstance(step, NextStepHandoff):
                 return step
             if agent.tool_use_behavior != "run_llm_again":
-                stop = stopping_call(agent.tool_use_behavior, calls)
-                if stop is not None:  # the tool's result is the answer: no further model call
-                    answer = _tool_result(state.messages, calls[stop].id)
-                    _never_an_error_as_answer(calls[stop], answer, state, ctx)
-                    return await _finish_agent(answer, state, ctx, turn)
-            settings = after_tool_calls(settings)
+                final = await _output_from_tools(calls, tools, state, ctx, structured)
+                if final is not None:  # a tool's result is the answer: no further model call
+                    return await _finish_agent(final.output, state, ctx, turn)
+            if agent.reset_tool_choice:
+                settings = after_tool_calls(settings)
             continue
         text = response.text or ""
         state.last_text = text
@@ -463,10 +469,59 @@ async def _finish_agent(
     return NextStepFinalOutput(output)
 
 
-def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: RunContext) -> None:
-    """Raise `ToolFailed` when the call whose result was to end the run failed (its span's
-    status is ``error`` or ``timeout``): a tool error is never the answer of a run that
-    succeeded."""
+async def _output_from_tools(
+    calls: list[ToolCall],
+    tools: dict[str, BaseTool],
+    state: AgentRun,
+    ctx: RunContext,
+    structured: OutputSpec | None,
+) -> NextStepFinalOutput | None:
+    """The agent's output from its tools' results under its ``tool_use_behavior``, or None
+    when the model is to be asked again. Text is read as the ``output_type`` when there is one."""
+    behavior = state.agent.tool_use_behavior
+    if callable(behavior):  # fn(ctx, results), openai-agents' form
+        results = [
+            FunctionToolResult(
+                tools.get(c.name),
+                c,
+                _tool_result(state.messages, c.id),
+                _call_status(c, ctx) not in ("error", "timeout"),
+            )
+            for c in calls
+        ]
+        verdict = await decided(behavior, ctx, results)
+        if not verdict.is_final_output:
+            return None
+        output = verdict.final_output
+        if structured is not None and isinstance(output, str):
+            output = _typed(output, structured, state, "tool_use_behavior=fn(ctx, results)")
+        return NextStepFinalOutput(output)
+    stop = stopping_call(behavior, calls)
+    if stop is None:
+        return None
+    answer = _tool_result(state.messages, calls[stop].id)
+    _never_an_error_as_answer(calls[stop], answer, state, ctx)
+    if structured is not None:
+        return NextStepFinalOutput(
+            _typed(answer, structured, state, f"the tool {calls[stop].name!r}")
+        )
+    return NextStepFinalOutput(answer)
+
+
+def _typed(text: str, structured: OutputSpec, state: AgentRun, source: str) -> Any:
+    """A tool's result read as the agent's output type (no model call is left to re-ask)."""
+    try:
+        return structured.validate(text)
+    except ValidationError as exc:
+        raise OutputValidationError(
+            f"{state.agent.name}'s output from {source} (tool_use_behavior) did not match "
+            f"{structured.schema.name}: {validation_errors(exc)}. Return a value of the "
+            "output type from the tool, or drop output_type."
+        ) from None
+
+
+def _call_status(call: ToolCall, ctx: RunContext) -> str | None:
+    """The status of the span of tool call ``call`` (None: no span was found)."""
     span = next(
         (
             s
@@ -475,7 +530,14 @@ def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: R
         ),
         None,
     )
-    if span is None or span.status not in ("error", "timeout"):
+    return None if span is None else span.status
+
+
+def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: RunContext) -> None:
+    """Raise `ToolFailed` when the call whose result was to end the run failed (its span's
+    status is ``error`` or ``timeout``): a tool error is never the answer of a run that
+    succeeded."""
+    if _call_status(call, ctx) not in ("error", "timeout"):
         return
     behavior = state.agent.tool_use_behavior
     raise ToolFailed(

@@ -10,6 +10,7 @@ then the run's model-call budget (the only one that ends the run).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ class AsToolOptions(TypedDict, total=False):
     max_result_chars: int | None
     input_schema: type[BaseModel] | None
     input_builder: Callable[[Any, RunContext], str] | None
-    extractor: Callable[[RunResult], str] | None
+    extractor: Callable[[RunResult], str | Awaitable[str]] | None
     needs_approval: NeedsApproval
     input_guardrails: Sequence[Callable[..., Any]] | None
     output_guardrails: Sequence[Callable[..., Any]] | None
@@ -148,7 +149,8 @@ class AgentTool(BaseTool):
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     input_schema: type[BaseModel] | None = None
     input_builder: Callable[[Any, RunContext], str] | None = None
-    extractor: Callable[[RunResult], str] | None = None
+    extractor: Callable[[RunResult], str | Awaitable[str]] | None = None
+    """``fn(result) -> str`` (sync or async): what goes back to the caller."""
     propagate_guardrails: bool = False
     """A guardrail tripped inside the sub-agent ends the whole run instead of becoming
     ``ERROR: ...`` text for the caller."""
@@ -252,7 +254,7 @@ class AgentTool(BaseTool):
         if isinstance(admitted, ToolOutcome):
             return admitted
         state, failure = await self.run(admitted, tcx)
-        return self.report(state, failure, tcx)
+        return await self.report(state, failure, tcx)
 
     async def admit(
         self, arguments: dict[str, Any], tcx: ToolCallContext
@@ -341,11 +343,12 @@ class AgentTool(BaseTool):
             )
         return state, failure
 
-    def report(
+    async def report(
         self, state: AgentRun, failure: ToolOutcome | None, tcx: ToolCallContext
     ) -> ToolOutcome:
-        """What the caller reads: the answer (or the extractor's), cut to ``max_result_chars``;
-        for a failure, what went wrong and the partial answer."""
+        """What the caller reads: the answer (or the extractor's, awaited when it is async),
+        cut to ``max_result_chars``; for a failure, what went wrong and the partial answer.
+        An extractor that raises is a failed call, told to the caller like any other."""
         if failure is not None:
             if state.last_text:
                 partial = f" Partial result: {truncate(state.last_text, 500)}"
@@ -364,7 +367,13 @@ class AgentTool(BaseTool):
             tcx.run,
             path=state.path,
         )
-        return ToolOutcome.ok(truncate(self.extractor(result), self.max_result_chars))
+        try:
+            extracted = self.extractor(result)
+            if inspect.isawaitable(extracted):
+                extracted = await extracted
+        except Exception as exc:
+            return ToolOutcome.error(f"{self.name}'s extractor failed: {type(exc).__name__}: {exc}")
+        return ToolOutcome.ok(clip_result(extracted, self.max_result_chars))
 
     def _failure(self, exc: BaseException, state: AgentRun) -> ToolOutcome:
         for kind, status, template in _FAILURES:
