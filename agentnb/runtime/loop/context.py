@@ -92,6 +92,9 @@ class RunContext:
     """Sub-agents a pause went through, by path: their histories are part of the state."""
     inputs: tuple[Message, ...] = ()
     """The messages the root agent started from (``result.new_items`` is what came after)."""
+    ended: BaseException | None = None
+    """A failure inside a run a tool started (`agentnb.runtime.tools.delegation`) that ends
+    this whole run: raised as soon as the tool returns."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:

@@ -73,6 +73,8 @@ class RunResult:
     """For a failed run: the last text the agent produced before it stopped."""
     path: str | None = field(default=None, repr=False)
     """For a sub-agent's result: its path; ``calls`` then covers only that subtree."""
+    inputs: tuple[Message, ...] = field(default=(), repr=False)
+    """The messages the run started from (``new_items`` is what came after them)."""
 
     @property
     def run_id(self) -> str:
@@ -120,8 +122,7 @@ class RunResult:
         """The messages this run added to its input, in order: the answering agent's tool
         calls, their results and its answer (openai-agents' ``new_items``, as `Message`
         objects). ``to_input_list()`` is the input followed by these."""
-        inputs = self.context.inputs if self.context is not None else ()
-        return [m for m in self.messages if not any(m is i for i in inputs)]
+        return [m for m in self.messages if not any(m is i for i in self.inputs)]
 
     @property
     def spans(self) -> list[Span]:

@@ -84,7 +84,11 @@ from .state import AgentRun
 
 
 async def run(
-    agent: Agent, input: str | list[Message], **options: Unpack[RunKeywords]
+    agent: Agent,
+    input: str | list[Message],
+    *,
+    parent: ToolCallContext | None = None,
+    **options: Unpack[RunKeywords],
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -99,7 +103,16 @@ async def run(
     (``listeners``, the older ``fn(event, span)`` form, are deprecated). A hook or ``on_event`` that raises
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
+
+    ``parent`` (the `ToolCallContext` of a running tool) makes this run a child of that tool's
+    run, as ``await ctx.delegate(agent, input)`` does: it then takes only ``max_turns`` and
+    ``timeout`` (the rest is the calling run's); see `agentnb.runtime.tools.delegation`.
     """
+    if parent is not None:
+        from ..tools.delegation import check_parent, run_child
+
+        check_parent(parent, options, "run")
+        return await run_child(agent, input, parent, **options)  # type: ignore[misc]
     return await execute(agent, input, start_context(agent, input, RunOptions.of(**options)))
 
 
@@ -271,6 +284,7 @@ def build_result(ctx: RunContext, output: Any, error: BaseException | None) -> R
         messages=state.messages,
         context=ctx,
         partial=state.last_text if error is not None else None,
+        inputs=ctx.inputs,
     )
 
 
@@ -403,6 +417,8 @@ async def _turns(
             if response.text:  # what it said so far: the partial result if a limit cuts it
                 state.last_text = response.text
             step = await _run_tools(calls, tools, state, ctx, turn)
+            if ctx.ended is not None:  # a run a tool started failed in a way that ends this one
+                raise ctx.ended
             if isinstance(step, NextStepHandoff):
                 return step
             if agent.tool_use_behavior != "run_llm_again":

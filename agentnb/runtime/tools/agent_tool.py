@@ -39,7 +39,7 @@ from ..loop.outcome import ToolOutcome, ToolStatus, model_text
 from ..loop.pause import answer_pending, keep_paused, resumed_history
 from ..loop.result import RunResult
 from ..loop.runner import agent_loop
-from ..loop.state import AgentRun
+from ..loop.state import AgentRun, discard
 from .context import ToolCallContext
 from .enabled import check_is_enabled
 from .function import (
@@ -117,10 +117,10 @@ _FAILURES: tuple[tuple[type[BaseException], ToolStatus, str], ...] = (
     (Exception, "error", "{tool} failed: {kind}: {error}"),
 )
 """A sub-agent's failure -> ``(span status, text its caller reads)``: the first row whose
-exception type matches. Failures that end the whole run are not here (see `_ends_the_run`)."""
+exception type matches. Failures that end the whole run are not here (see `ends_the_run`)."""
 
 
-def _ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
+def ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
     """Failures a caller cannot act on: they end the run instead of becoming text."""
     if isinstance(exc, BudgetExceeded):
         return exc.fatal  # the run's own budget; a sub-agent's own budget only ends it
@@ -323,13 +323,13 @@ class AgentTool(BaseTool):
                 raise
             if isinstance(exc, RunPaused):
                 keep_paused(ctx, state)
-            if _ends_the_run(exc, self.propagate_guardrails):
+            if ends_the_run(exc, self.propagate_guardrails):
                 status = "error"
                 raise
             failure = self._failure(exc, state)
             status = failure.status
         finally:
-            _discard(ctx.active, state)
+            discard(ctx.active, state)
             trace.close_open_under(span, "cancelled" if status == "ok" else status)
             trace.end(span, status, turns=state.turns)
             trace.log(
@@ -428,12 +428,3 @@ class AgentTool(BaseTool):
     def __repr__(self) -> str:
         return f"AgentTool({self.name!r} -> {self.agent.name!r})"
 
-
-def _discard(active: list[AgentRun], state: AgentRun) -> None:
-    """Remove ``state`` from the running agents, found by identity: ``list.remove`` would
-    compare it field by field with each run before it."""
-    for i in range(len(active) - 1, -1, -1):
-        if active[i] is state:
-            del active[i]
-            return
-    raise ValueError("the sub-agent's run is not among the running agents")
