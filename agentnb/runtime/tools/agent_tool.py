@@ -427,4 +427,3 @@ class AgentTool(BaseTool):
 
     def __repr__(self) -> str:
         return f"AgentTool({self.name!r} -> {self.agent.name!r})"
-

@@ -91,9 +91,7 @@ async def run_child(
     span = trace.start(
         "agent", agent.name, parent.span, agent=agent.name, path=path, depth=depth, delegated=True
     )
-    state = AgentRun(
-        agent, messages, depth, path, (*caller.lineage, agent), span, caller.budgets
-    )
+    state = AgentRun(agent, messages, depth, path, (*caller.lineage, agent), span, caller.budgets)
     limit = ctx.limits.max_depth
     if caller.depth >= limit:
         error: BaseException | None = AgentRunError(
