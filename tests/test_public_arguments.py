@@ -205,6 +205,7 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         ["type", "options"],
         lambda o, v: a.HostedTool(v) if o == "type" else a.HostedTool("web_search", extra=v),
     ),
+    "TestModel": (_keywords(a.TestModel), lambda o, v: a.TestModel(**{o: v})),
     "ScriptedModel": (
         _keywords(a.ScriptedModel),
         lambda o, v: a.ScriptedModel(**{"script": [a.say("hi")], o: v}),
@@ -512,6 +513,7 @@ NUMBERS = {
     ),
     "ScriptedModel": ("latency", "chunk_chars", "chunk_latency"),
     "FunctionModel": ("latency",),
+    "TestModel": ("seed",),
     "ModelSettings": ("temperature", "top_p", "max_tokens", "seed"),
     "tool": ("max_result_chars",),
     "HandoffConfig": ("window", "budget"),

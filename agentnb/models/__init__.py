@@ -6,6 +6,7 @@ from .base import ModelClient
 from .registry import model_from_spec, register_provider
 from .scripted import FunctionModel, Say, ScriptedModel, say, tool_call, usage
 from .settings import ModelSettings
+from .testing import TestModel
 from .types import Message, ModelRequest, ModelResponse, OutputSchema, ToolCall, ToolSpec, Usage
 
 ALLOW_MODEL_REQUESTS = True
@@ -25,6 +26,7 @@ __all__ = [
     "OutputSchema",
     "Say",
     "ScriptedModel",
+    "TestModel",
     "ToolCall",
     "ToolChoices",
     "ToolSpec",

@@ -9,9 +9,10 @@ go with its agent. A run never writes into an agent; its ``repr`` is the same be
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack, cast
 
 from ...errors import UserError
 from ...models import checks
@@ -289,6 +290,30 @@ class Agent:
 
         return AgentTool.build(self, name, description, **options)
 
+    @contextmanager
+    def override(self, *, model: ModelClient | str) -> Iterator[Agent]:
+        """Run this agent with ``model`` inside the ``with`` block, wherever it runs (as the
+        root, a sub-agent or a handoff target, in any thread), for tests of code that builds
+        its agents elsewhere: ``with support.override(model=agentnb.TestModel()): ...``.
+        The agent itself is left as it is; blocks nest, the innermost wins."""
+        if isinstance(model, str):
+            from ...models.registry import model_from_spec
+
+            model = model_from_spec(model)
+        if not hasattr(model, "request"):
+            raise checks.fail(
+                f"Agent({self.name!r}).override(model=...)",
+                "a model client (agentnb.TestModel(), a ScriptedModel, ...) or a spec string",
+                model,
+            )
+        derived = _derived(self)
+        previous = derived.override
+        derived.override = cast(ModelClient, model)
+        try:
+            yield self
+        finally:
+            derived.override = previous
+
     def clone(self, **changes: Any) -> Agent:
         """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""
         import dataclasses
@@ -327,6 +352,8 @@ class _Derived:
     output_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
     model: tuple[str, ModelClient] | None = None
     """The client made from the agent's model spec string, once (runs share it)."""
+    override: ModelClient | None = None
+    """The model of an `Agent.override` block in force (it wins over ``model``)."""
 
 
 _DERIVED: weakref.WeakKeyDictionary[Agent, _Derived] = weakref.WeakKeyDictionary()
@@ -346,8 +373,11 @@ def _same(seen: tuple[Any, ...], items: Sequence[Any]) -> bool:
 
 
 def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClient:
-    """The client ``agent`` runs with: its own (a spec string resolved once per agent, the
-    agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    """The client ``agent`` runs with: an `Agent.override` in force, else its own (a spec
+    string resolved once per agent, the agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    found = _DERIVED.get(agent)
+    if found is not None and found.override is not None:  # inside agent.override(model=...)
+        return found.override
     model = agent.model
     if isinstance(model, str):
         derived = _derived(agent)
