@@ -8,6 +8,15 @@ import pytest
 
 os.environ.setdefault("AGENTNB_TOKENIZER", "off")  # never try to download tiktoken's files
 
+from hypothesis import settings  # noqa: E402
+
+# The property tests are the same examples on every run and every machine, and keep no database,
+# so a fresh clone's first `python -m pytest` is the run CI made. Finding new failures is the job
+# of a separate, longer random run: `HYPOTHESIS_PROFILE=explore python -m pytest tests`.
+settings.register_profile("default", derandomize=True, database=None)
+settings.register_profile("explore", max_examples=2000, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
 from notebook_support import CommLog, record_comms  # noqa: E402
 
 from agentnb.trace import tokens  # noqa: E402
