@@ -9,6 +9,7 @@ traced with what it was sent, so cost and latency become pandas tables and figur
 from . import filters
 from .errors import (
     AgentnbError,
+    AgentnbWarning,
     AgentRunError,
     BudgetExceeded,
     GuardrailTripped,
@@ -188,6 +189,7 @@ def load_ipython_extension(ipython: object) -> None:
 __all__ = [
     # errors
     "AgentnbError",
+    "AgentnbWarning",
     "AgentRunError",
     "BudgetExceeded",
     "GuardrailTripped",
