@@ -162,3 +162,28 @@ def test_a_run_leaves_the_agent_as_it_was(monkeypatch: pytest.MonkeyPatch) -> No
 def _double(x: int) -> int:
     """Double x."""
     return 2 * x
+
+
+def test_instructions_and_model_swapped_is_refused_at_construction_saying_the_order():
+    scripted = model()
+    with pytest.raises(a.UserError, match=r"instructions got a model client.*\(name, instructions"):
+        a.Agent("reviewer", scripted, "Review.")  # type: ignore[arg-type]
+    with pytest.raises(a.UserError, match=r"'provider:model'.*swapped"):
+        a.Agent("reviewer", "gpt-4o-mini", "Review the clause.")
+    assert scripted.requests == []
+
+
+def test_a_model_that_is_no_spec_nor_client_is_refused_at_construction():
+    with pytest.raises(a.UserError, match=r"model='gpt4'.*'provider:model'"):
+        a.Agent("reviewer", "Review.", "gpt4")
+    with pytest.raises(a.UserError, match=r"must be a model client.*got 42"):
+        a.Agent("reviewer", "Review.", 42)  # type: ignore[arg-type]
+
+
+def test_an_agent_without_a_model_runs_with_the_runs_model_or_says_both_ways():
+    agent = a.Agent("reviewer", "Review.")
+    given = a.ScriptedModel([a.say("Fine.")])
+    assert a.run_sync(agent, "x", model=given).output == "Fine."
+    assert given.requests[0].system == "Review."
+    with pytest.raises(a.UserError, match=r"Agent\('reviewer', instructions, model\).*run\(\.\.\., model="):
+        a.run_sync(agent, "x")
