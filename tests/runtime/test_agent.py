@@ -185,5 +185,7 @@ def test_an_agent_without_a_model_runs_with_the_runs_model_or_says_both_ways():
     given = a.ScriptedModel([a.say("Fine.")])
     assert a.run_sync(agent, "x", model=given).output == "Fine."
     assert given.requests[0].system == "Review."
-    with pytest.raises(a.UserError, match=r"Agent\('reviewer', instructions, model\).*run\(\.\.\., model="):
+    with pytest.raises(
+        a.UserError, match=r"Agent\('reviewer', instructions, model\).*run\(\.\.\., model="
+    ):
         a.run_sync(agent, "x")

@@ -152,14 +152,17 @@ class Agent:
                 "ScriptedModel([...]) or a spec string 'provider:model' such as "
                 f"'openai:gpt-4o-mini'{hint}"
             )
-        if self.model is not None and not isinstance(self.model, str):
-            if not hasattr(self.model, "request"):
-                raise checks.fail(
-                    f"Agent({self.name!r}, model=...)",
-                    "a model client (ScriptedModel, OpenAIModel, ...), a spec string "
-                    "'provider:model', or None to take run(..., model=...)",
-                    self.model,
-                )
+        if (
+            self.model is not None
+            and not isinstance(self.model, str)
+            and not hasattr(self.model, "request")
+        ):
+            raise checks.fail(
+                f"Agent({self.name!r}, model=...)",
+                "a model client (ScriptedModel, OpenAIModel, ...), a spec string "
+                "'provider:model', or None to take run(..., model=...)",
+                self.model,
+            )
 
     def _split_route(self) -> tuple[list[Any], Route | None]:
         """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``

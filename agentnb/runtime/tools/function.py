@@ -17,6 +17,7 @@ import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
@@ -401,7 +402,8 @@ def _outside_agentnb() -> int:
     """The stack level of the first caller outside the agentnb package (``@tool``,
     ``Agent(tools=[fn])`` or ``as_tool`` all get here through agentnb's own frames)."""
     package = __name__.split(".")[0]
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == package:
         frame, level = frame.f_back, level + 1
     return level
