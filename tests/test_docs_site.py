@@ -6,6 +6,8 @@ site, so they read the same offline; and no page of the site fetches anything fr
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import subprocess
@@ -125,3 +127,18 @@ def test_a_notebook_page_shows_its_widgets_snapshots_and_loads_nothing_from_outs
 def test_dollar_amounts_read_as_money_on_the_site(site: Path):
     page = (site / "notebooks" / "04_cost_multipliers" / "index.html").read_text(encoding="utf-8")
     assert "That is $18.256 instead of $17.412" in page
+
+
+def test_each_notebook_page_is_titled_by_its_first_heading(site: Path):
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        heading = next(
+            line[2:].strip()
+            for cell in cells
+            if cell["cell_type"] == "markdown"
+            for line in "".join(cell["source"]).splitlines()
+            if line.startswith("# ")
+        )
+        page = (site / "notebooks" / path.stem / "index.html").read_text(encoding="utf-8")
+        title = re.search(r"<title>(.*?) - agentnb</title>", page)
+        assert title is not None and html.unescape(title.group(1)) == heading, path.name
