@@ -12,7 +12,7 @@ import math
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from ..errors import UserError
+from .errors import UserError
 
 _SHOWN = 80
 """The most characters of a wrong value an error quotes (a DataFrame's repr is not one line)."""

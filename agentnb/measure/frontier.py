@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from .stored import Experiment
+    from .experiments.stored import Experiment
 
 
 def frontier(

@@ -26,8 +26,8 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 from ..trace.spans import CALL_COLUMNS
 from .critical import critical_path
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, Unpack
 from ..errors import UserError
 from ..models.base import ModelClient
 from ..runtime.agents.agent import Agent
-from ..runtime.loop.options import RunKeywords, RunOptions
-from ..runtime.loop.result import RunResult
+from ..runtime.data.options import RunKeywords, RunOptions
+from ..runtime.data.result import RunResult
 from ..runtime.tools.function import to_text
 from . import _runs
 from .result import PatternResult

@@ -13,13 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Unpack
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 from ..models.base import ModelClient
 from ..runtime.agents.agent import Agent
-from ..runtime.loop.options import RunKeywords, RunOptions
-from ..runtime.loop.result import RunResult
-from ..runtime.loop.runner import execute
+from ..runtime.data.options import RunKeywords, RunOptions
+from ..runtime.data.result import RunResult
+from ..runtime.engine.runner import execute
 from ..runtime.tools.function import to_text
 from ..trace.render import fanout_html, fanout_text
 from . import _runs

@@ -10,7 +10,7 @@ import pytest
 
 import agentnb as a
 from agentnb.runtime import RunOptions
-from agentnb.runtime.watch.events import Event
+from agentnb.runtime.data.events import Event
 
 TIMES = ("started", "ended", "latency_s", "ttft_s")
 APPROVED = '{"outcome": "approved", "problems": []}'

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .stats import interval
+from ..stats import interval
 
 EVERY_S = 1.0
 

@@ -1,7 +1,7 @@
 """`experiment`: many runs (configurations × trials × dataset items), stored as each one ends.
 
 Built on `sweep`'s machinery (`configurations`, `run_once`, executors): what an experiment adds
-is the store (`agentnb.measure.store`), resuming, the response cache, scores and statistics.
+is the store (`agentnb.measure.experiments.store`), resuming, the response cache, scores and statistics.
 Each (configuration, trial, item) that ended ``ok`` is stored once and skipped when the same
 experiment runs again; one that failed is run again, its failed row kept beside the new one.
 A changed ``fn``, grid or dataset under the same name is refused unless ``resume`` says what
@@ -18,14 +18,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..errors import UserError
-from ..models import checks
-from ..runtime.guards.approval import in_notebook
-from .attempt import Job, attempt, job_on_worker
+from ... import checks
+from ...errors import UserError
+from ...runtime.guards.approval import in_notebook
+from ..sweeps import CONFIG_COLUMNS, Grid, configurations, on_executor
 from .live import LiveSummary
 from .store import RUN_FIELDS, connect, store_path, to_json
 from .stored import Experiment
-from .sweep import CONFIG_COLUMNS, Grid, configurations, on_executor
+from .trial import Job, attempt, job_on_worker
 from .writer import StoreResponses, Writer
 
 RESUME_MODES = (None, "continue", "new")

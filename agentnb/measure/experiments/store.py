@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
-from ..models import checks
+from ... import checks
+from ...errors import UserError
 
 if TYPE_CHECKING:
     import pandas as pd

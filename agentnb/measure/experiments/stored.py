@@ -13,9 +13,9 @@ import sqlite3
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UserError
-from ..models import checks
-from .stats import paired, summarize
+from ... import checks
+from ...errors import UserError
+from ..stats import paired, summarize
 from .store import CALL_FIELDS, RUN_TOTALS, connect, fault, frame, store_path
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..models.response_cache import SESSION, ResponseStore, Session
-from .prices import Prices, call_cost
-from .sweep import on_fresh_loop, run_once
+from ...models.response_cache import SESSION, ResponseStore, Session
+from ..prices import Prices, call_cost
+from ..sweeps import on_fresh_loop, run_once
 from .writer import JobResponses
 
 
@@ -155,7 +155,7 @@ def _priced(model: Any) -> bool:
 
 
 def _totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """A run's totals from its call rows (`agentnb.measure.store.RUN_TOTALS`)."""
+    """A run's totals from its call rows (`agentnb.measure.experiments.store.RUN_TOTALS`)."""
     calls = [r for r in rows if r.get("span_id") is not None]
     cost = 0.0
     for row in calls:

@@ -17,7 +17,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ...errors import UserError
 from .store import CALL_FIELDS, RUN_FIELDS, SPAN_FIELDS, connect, fault
 
 FLUSH_S = 0.25

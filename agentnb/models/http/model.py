@@ -17,18 +17,12 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, ClassVar
 
-from ..errors import UserError
-from . import checks
-from ._deadline import AttemptTimeout
-from ._http import (
-    Backoff,
-    Failure,
-    Secret,
-    display_url,
-    server_message,
-)
-from ._send import Slots
-from .request_fields import check_extra
+from ... import checks
+from ...errors import UserError
+from ..request_fields import check_extra
+from .attempt_limit import AttemptTimeout
+from .rules import Backoff, Failure, Secret, display_url, server_message
+from .send import Slots
 
 NO_KEY = "not-needed"
 """Sent as the key to a server given by ``base_url`` when no key is set: vLLM, Ollama,

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
-from ..errors import UserError
-from . import checks
-from ._deadline import AttemptTimeout
+from ... import checks
+from ...errors import UserError
+from .attempt_limit import AttemptTimeout
 
 T = TypeVar("T")
 

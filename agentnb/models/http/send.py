@@ -15,13 +15,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelHTTPError
-from ._deadline import Deadline
-from ._http import Failure, PerLoop, scrub
-from .types import ModelResponse
+from ...errors import ModelHTTPError
+from ..types import ModelResponse
+from .attempt_limit import Deadline
+from .rules import Failure, PerLoop, scrub
 
 if TYPE_CHECKING:
-    from ._http_model import HTTPModel
+    from .model import HTTPModel
 
 Events = list[dict[str, Any]]
 

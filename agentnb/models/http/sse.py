@@ -22,12 +22,12 @@ from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any, Protocol
 
-from ..errors import ModelHTTPError, StreamBroken
-from ._deadline import Deadline
-from ._http import Failure
-from ._send import Slots
-from .deltas import StreamItem, TextChunk, ToolCallChunk
-from .types import ModelResponse
+from ...errors import ModelHTTPError, StreamBroken
+from ..deltas import StreamItem, TextChunk, ToolCallChunk
+from ..types import ModelResponse
+from .attempt_limit import Deadline
+from .rules import Failure
+from .send import Slots
 
 
 @dataclass(frozen=True, slots=True)

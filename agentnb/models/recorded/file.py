@@ -54,10 +54,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import AgentRunError, ModelHTTPError, UserError
-from .canonical import dumps
-from .settings import ModelSettings
-from .types import ModelResponse, StopReason, Usage
+from ...errors import AgentRunError, ModelHTTPError, UserError
+from ..canonical import dumps
+from ..settings import ModelSettings
+from ..types import ModelResponse, StopReason, Usage
 
 FORMAT_VERSION = 3
 """The version `record` writes (2: each call's model settings; 3: each entry's checksum)."""

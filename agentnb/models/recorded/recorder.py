@@ -29,23 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import errors
-from ..errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
-from ..words import plural
-from . import checks
-from ._recording_file import (
-    FORMAT_VERSION,
-    Entry,
-    error_dict,
-    line,
-    read,
-    response_dict,
-    settings_dict,
-)
-from .base import ModelClient
-from .canonical import dumps, request_payload
-from .deltas import StreamItem, stream_of
-from .types import ModelRequest, ModelResponse, ToolCall, Usage
+from ... import checks, errors
+from ...errors import AgentRunError, ModelHTTPError, ReplayMismatch, UserError
+from ...words import plural
+from ..base import ModelClient
+from ..canonical import dumps, request_payload
+from ..deltas import StreamItem, stream_of
+from ..types import ModelRequest, ModelResponse, ToolCall, Usage
+from .file import FORMAT_VERSION, Entry, error_dict, line, read, response_dict, settings_dict
 
 
 def record(
@@ -56,7 +47,7 @@ def record(
     The file is started afresh unless ``append=True``. ``model`` may be a spec string.
     """
     if isinstance(model, str):
-        from .registry import model_from_spec
+        from ..registry import model_from_spec
 
         model = model_from_spec(model)
     if not isinstance(model, ModelClient):

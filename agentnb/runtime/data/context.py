@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ...models import checks
+from ... import checks
 from ...models.types import Usage
 from ...trace.spans import Trace
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ...models.base import ModelClient
     from ...models.settings import ModelSettings
     from ..guards.approval import ApprovalRecord
-    from ..watch.events import Watchers
+    from .events import Watchers
     from .options import RunOptions
     from .state import AgentRun
 
@@ -81,9 +81,9 @@ class RunContext:
     """Every approval decision of the run, in order (``result.approvals``)."""
     watchers: Watchers | None = None
     """What watches the run: its event sink (a stream, ``on_event``) and hooks
-    (`agentnb.runtime.watch.events.Watchers`); None when nobody watches."""
+    (`agentnb.runtime.data.events.Watchers`); None when nobody watches."""
     interruptions: list[Any] = field(default_factory=list)
-    """The calls a paused run left waiting (`agentnb.runtime.loop.pause.Interruption`)."""
+    """The calls a paused run left waiting (`agentnb.runtime.engine.resume.Interruption`)."""
     preapproved: set[str] = field(default_factory=set)
     """Call ids approved on `agentnb.resume`: run without asking again."""
     resumed: Any = None

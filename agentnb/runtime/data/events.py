@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...errors import CallbackRaised
 from ...models.deltas import TextChunk, ToolCallChunk, stream_of
 from ...models.types import ModelResponse, ToolCall
-from ..loop._off_loop import off_loop
-from ..loop.outcome import OutcomeKind, ToolOutcome, model_text
+from ..engine.stream_output import NOTHING, OutputStream, unwrapped_text
 from .hooks import Hooks, reads_rows
-from .stream_output import NOTHING, OutputStream, unwrapped_text
+from .off_loop import off_loop
+from .outcome import OutcomeKind, ToolOutcome, model_text
 
 if TYPE_CHECKING:
     from ...models.base import ModelClient
@@ -42,9 +42,9 @@ if TYPE_CHECKING:
     from ...trace.calls import CallRow
     from ...trace.spans import Listener, Span, SpanKind, Trace
     from ..agents.agent import Agent
-    from ..loop.context import RunContext
-    from ..loop.result import RunResult
-    from ..loop.state import AgentRun
+    from .context import RunContext
+    from .result import RunResult
+    from .state import AgentRun
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...errors import UserError
-from ..agents.callbacks import check_hook_names
+from .callbacks import check_hook_names
 
 if TYPE_CHECKING:
     from ...models.types import ModelRequest, ModelResponse
     from ..agents.agent import Agent
-    from ..loop.context import RunContext
+    from .context import RunContext
 
 
 class Hooks:

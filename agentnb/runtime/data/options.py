@@ -16,17 +16,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from ... import checks
 from ...errors import UserError
-from ...models import checks
 from ...models.base import ModelClient
 from ...models.settings import ModelSettings
 from ...trace.spans import Listener
-from ..agents.callbacks import check_callable
-from ..watch.hooks import Hooks, check_hooks
+from .callbacks import check_callable
 from .context import Limits
+from .hooks import Hooks, check_hooks
 
 if TYPE_CHECKING:
-    from ..watch.events import Event
+    from .events import Event
 
 
 @dataclass(frozen=True, slots=True)

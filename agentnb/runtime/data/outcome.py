@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
-from ..handoffs.transfer import Transfer
+from .transfer import Transfer
 
 OutcomeKind = Literal["ok", "error", "rejected", "handed_off"]
 ToolStatus = Literal["ok", "error", "timeout", "refused"]

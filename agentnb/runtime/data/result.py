@@ -15,9 +15,9 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from ..agents.agent import Agent
+    from ..engine.resume import Interruption
     from ..guards.approval import ApprovalRecord
     from .context import RunContext
-    from .pause import Interruption
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,8 @@ class RunResult:
 
     def to_state(self) -> dict[str, Any]:
         """A paused run's state, JSON-able: ``agentnb.resume(agent, state, approvals)`` goes
-        on from it, in this process or another (see `agentnb.runtime.loop.pause`)."""
-        from .pause import run_state
+        on from it, in this process or another (see `agentnb.runtime.engine.resume`)."""
+        from ..engine.resume import run_state
 
         return run_state(self)
 

@@ -11,8 +11,8 @@ from ...trace.spans import Span
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
-    from ..watch.events import Watchers
     from .context import TokenBudget
+    from .events import Watchers
 
 
 @dataclass

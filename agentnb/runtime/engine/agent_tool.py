@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypedDict, Union, U
 
 from pydantic import BaseModel, Field
 
+from ... import checks
 from ...errors import (
     BudgetExceeded,
     CallbackRaised,
@@ -26,29 +27,28 @@ from ...errors import (
     RunPaused,
     UserError,
 )
-from ...models import checks
 from ...models.types import Message
 from ...trace.tokens import preload
 from ...words import plural
+from ..data.context import RunContext, TokenBudget
+from ..data.deadline import DeadlinePassed, within
+from ..data.outcome import ToolOutcome, ToolStatus, model_text
+from ..data.result import RunResult
+from ..data.state import AgentRun
 from ..guards.approval import ask_approval, check_needs_approval
 from ..guards.tool_guardrails import check_tool_guardrails
-from ..loop.context import RunContext, TokenBudget
-from ..loop.deadline import DeadlinePassed, within
-from ..loop.outcome import ToolOutcome, ToolStatus, model_text
-from ..loop.pause import answer_pending, keep_paused, resumed_history
-from ..loop.result import RunResult
-from ..loop.runner import agent_loop
-from ..loop.state import AgentRun
-from .context import ToolCallContext
-from .enabled import check_is_enabled
-from .function import (
+from ..tools.context import ToolCallContext
+from ..tools.enabled import check_is_enabled
+from ..tools.function import (
     DEFAULT_MAX_RESULT_CHARS,
     BaseTool,
     clip_result,
     truncate,
     validate_arguments,
 )
-from .schema import clean_schema
+from ..tools.schema import clean_schema
+from .resume import answer_pending, keep_paused, resumed_history
+from .runner import agent_loop
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent

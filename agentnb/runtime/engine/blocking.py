@@ -1,7 +1,7 @@
 """Blocking calls (`run_sync`): on the calling thread's own loop, or on a background loop.
 
 With no event loop running in the calling thread (a plain script, a worker thread), the work
-runs right there, on a loop kept for that thread (`agentnb.runtime.loop._thread_loop`). Where one
+runs right there, on a loop kept for that thread (`agentnb.runtime.engine.thread_loop`). Where one
 is running (Jupyter runs a loop in the main thread) it cannot be re-entered, so the work goes
 to one long-lived loop in a background thread and the calling thread waits. A new loop per
 call would break clients bound to a loop (the httpx client inside ``openai``) either way. Ctrl-C or Kernel ->
@@ -27,13 +27,13 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 from ...errors import AgentnbError, UserError
-from ._thread_loop import is_thread_loop, run_here
+from .thread_loop import is_thread_loop, run_here
 
 if TYPE_CHECKING:
     from ...models.types import Message
     from ..agents.agent import Agent
-    from .options import RunKeywords
-    from .result import RunResult
+    from ..data.options import RunKeywords
+    from ..data.result import RunResult
 
 T = TypeVar("T")
 
@@ -104,7 +104,7 @@ def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:
     (``ok=False``, error `RunCancelled`) is returned instead of raising.
     """
     from ..agents.agent import Agent
-    from .options import RunOptions
+    from ..data.options import RunOptions
     from .runner import build_result, execute, start_context
 
     ctx = None

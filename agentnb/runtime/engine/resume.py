@@ -31,9 +31,9 @@ from ...trace.calls import CallRow
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
-    from .context import RunContext
-    from .result import RunResult
-    from .state import AgentRun
+    from ..data.context import RunContext
+    from ..data.result import RunResult
+    from ..data.state import AgentRun
 
 PAUSE = "pause"
 """``run(approver="pause")``: stop at calls that need approval instead of asking."""
@@ -210,8 +210,8 @@ async def resume(
     dict of call id -> bool covering each. ``agent`` is the run's root agent (the same
     definition); ``options`` are those of `agentnb.run` (``approver="pause"`` again to pause at
     later calls). Like `run`, it never raises once the run has started."""
+    from ..data.options import RunOptions
     from ..guards.approval import ApprovalRecord
-    from .options import RunOptions
     from .runner import execute, start_context
 
     if not isinstance(state, dict) or state.get("agentnb_state") != STATE_VERSION:

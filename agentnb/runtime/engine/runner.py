@@ -13,6 +13,7 @@ from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
 
+from ... import checks
 from ...errors import (
     AgentRunError,
     BudgetExceeded,
@@ -25,7 +26,6 @@ from ...errors import (
     ToolFailed,
     UserError,
 )
-from ...models import checks
 from ...models.base import ModelClient
 from ...models.response_cache import through
 from ...models.settings import check_settings
@@ -40,14 +40,9 @@ from ..agents.output import validation_errors
 from ..agents.output_validators import retried, validated_output
 from ..agents.prompt import section_sizes
 from ..agents.settings import after_tool_calls, stopping_call, turn_settings
-from ..guards.guardrails import first_call, run_guardrails, start_input_checks
-from ..guards.tool_guardrails import invoke_checked
-from ..handoffs.handoff import HandoffTool
-from ..handoffs.transfer import Transfer
-from ..tools.context import ToolCallContext
-from ..tools.enabled import enabled_tools
-from ..tools.function import BaseTool, read_arguments
-from ..watch.events import (
+from ..data.context import RunContext, TokenBudget
+from ..data.deadline import DeadlinePassed, within
+from ..data.events import (
     Watchers,
     both,
     handed_off,
@@ -58,13 +53,10 @@ from ..watch.events import (
     watch_spans,
     watchers_for,
 )
-from ..watch.hooks import reads_rows
-from ._tasks import run_concurrently
-from .context import RunContext, TokenBudget
-from .deadline import DeadlinePassed, within
-from .options import DEFAULT as DEFAULT_OPTIONS
-from .options import RunKeywords, RunOptions
-from .outcome import (
+from ..data.hooks import reads_rows
+from ..data.options import DEFAULT as DEFAULT_OPTIONS
+from ..data.options import RunKeywords, RunOptions
+from ..data.outcome import (
     RUN_AGAIN,
     NextStepFinalOutput,
     NextStepHandoff,
@@ -72,9 +64,17 @@ from .outcome import (
     ToolOutcome,
     model_text,
 )
-from .pause import Paused, pause_run
-from .result import RunResult
-from .state import AgentRun
+from ..data.result import RunResult
+from ..data.state import AgentRun
+from ..data.tasks import run_concurrently
+from ..data.transfer import Transfer
+from ..guards.guardrails import first_call, run_guardrails, start_input_checks
+from ..guards.tool_guardrails import invoke_checked
+from ..handoffs.handoff import HandoffTool
+from ..tools.context import ToolCallContext
+from ..tools.enabled import enabled_tools
+from ..tools.function import BaseTool, read_arguments
+from .resume import Paused, pause_run
 
 
 async def run(

@@ -24,13 +24,8 @@ from typing import Any, Generic, TypeVar, Unpack, cast, overload
 from ...errors import RunCancelled, UserError
 from ...models.types import Message, Usage
 from ..agents.agent import Agent
-from ..loop._sync import background_loop, blocking, in_background_loop, running_loop, take
-from ..loop._thread_loop import run_here, thread_loop
-from ..loop.context import RunContext
-from ..loop.options import RunKeywords, RunOptions
-from ..loop.result import RunResult
-from ..loop.runner import build_result, execute, start_context
-from .events import (
+from ..data.context import RunContext
+from ..data.events import (
     Event,
     RunEnded,
     Sink,
@@ -40,6 +35,11 @@ from .events import (
     run_ended,
     watch_spans,
 )
+from ..data.options import RunKeywords, RunOptions
+from ..data.result import RunResult
+from .blocking import background_loop, blocking, in_background_loop, running_loop, take
+from .runner import build_result, execute, start_context
+from .thread_loop import run_here, thread_loop
 
 T = TypeVar("T")
 

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ... import checks
 from ...errors import UserError
-from ...models import checks
+from ..data.outcome import ToolOutcome
 from ..guards.tool_guardrails import invoke_checked
-from ..loop.outcome import ToolOutcome
+from ..tools.context import ToolCallContext
+from ..tools.function import BaseTool
 from .agent_tool import AgentTool
-from .context import ToolCallContext
-from .function import BaseTool
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent

@@ -4,7 +4,7 @@ In a plain script the run happens on the calling thread, so objects bound to the
 (a ``sqlite3`` connection, a GUI handle) work from instructions functions, hooks and async
 tools. The loop is kept between calls, so a client bound to the loop of its first call (the
 httpx client inside ``openai``) keeps working across calls. Where a loop is already running
-(a Jupyter cell), that loop cannot be re-entered: `agentnb.runtime.loop._sync` uses its background
+(a Jupyter cell), that loop cannot be re-entered: `agentnb.runtime.engine.blocking` uses its background
 loop instead.
 
 Ctrl-C while the loop runs cancels the work (a first interrupt; a second one raises at once),

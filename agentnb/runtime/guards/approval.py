@@ -35,17 +35,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
+from ... import checks
 from ...errors import NoApprover, UserError
-from ...models import checks
-from ..agents.callbacks import check_callable
-from ..loop._off_loop import off_loop
-from ..loop.pause import PAUSE, paused_call
+from ..data.callbacks import check_callable
+from ..data.off_loop import off_loop
+from ..engine.resume import PAUSE, paused_call
 from ..tools.context import ToolCallContext
 from ..tools.function import APPROVAL_FORMS, BaseTool
 
 if TYPE_CHECKING:
-    from ..loop.state import AgentRun
-    from ..tools.agent_tool import AgentTool
+    from ..data.state import AgentRun
+    from ..engine.agent_tool import AgentTool
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 from pydantic import BaseModel, PydanticUserError, ValidationError
 from pydantic_core import PydanticSerializationError, from_json, to_json
 
+from ... import checks
 from ...errors import UserError
-from ...models import checks
 from ...models.types import ToolSpec
-from ..agents.callbacks import check_callable
-from ..handoffs.transfer import Transfer
-from ..loop.outcome import ToolOutcome
+from ..data.callbacks import check_callable
+from ..data.outcome import ToolOutcome
+from ..data.transfer import Transfer
 from .context import ToolCallContext
 from .schema import arguments_model, clean_schema, parse_docstring
 

@@ -8,7 +8,7 @@ import pytest
 
 import agentnb as a
 from agentnb.errors import UserError
-from agentnb.measure import store as store_module
+from agentnb.measure.experiments import store as store_module
 
 
 async def solo(k: int, trial: int) -> a.RunResult:

@@ -649,7 +649,7 @@ def _chunk(words: str) -> dict[str, Any]:
 async def test_a_stream_from_the_fault_server_is_bounded_by_a_deadline(stall, limit):
     # The shape a streamed variant of each fault takes once the adapters stream: the same
     # server, a play of server-sent events, and the attempt's Deadline around the stream.
-    from agentnb.models._deadline import AttemptTimeout, Deadline
+    from agentnb.models.http.attempt_limit import AttemptTimeout, Deadline
 
     play = [
         *sse_head(),

@@ -10,8 +10,8 @@ import pytest
 
 import agentnb as a
 from agentnb.models import Backoff
-from agentnb.models._deadline import AttemptTimeout, Deadline
-from agentnb.models._http import Failure, is_loopback
+from agentnb.models.http.attempt_limit import AttemptTimeout, Deadline
+from agentnb.models.http.rules import Failure, is_loopback
 
 
 async def pieces(gaps: list[float]):

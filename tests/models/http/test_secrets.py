@@ -11,7 +11,7 @@ from secret_scan import KEY, MASKED, assert_no_key, exception_texts, traceback_w
 
 import agentnb as a
 from agentnb.models import Backoff
-from agentnb.models._http import Secret, scrub
+from agentnb.models.http.rules import Secret, scrub
 
 FAST = Backoff(initial=0.001, jitter=0.0)
 

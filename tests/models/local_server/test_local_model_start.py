@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import agentnb as a
-from agentnb.models import local
+from agentnb.models.local_server import model as local
 
 TESTS = Path(__file__).resolve().parents[1]  # the stand-in server lives in tests/
 
@@ -173,7 +173,7 @@ def test_no_server_outlives_the_process_that_started_it(fake, tmp_path, end):
 
 
 def test_the_tools_format_shows_each_tool_result_to_the_model_as_a_user_turn():
-    from agentnb.models._llama_launch import shown_to_the_model
+    from agentnb.models.local_server.launch import shown_to_the_model
 
     call = {"id": "c1", "type": "function", "function": {"name": "glossary", "arguments": "{}"}}
     messages = [

@@ -18,8 +18,8 @@ import pytest
 from fake_openai_server import completion
 
 import agentnb as a
-from agentnb.models.openai import OpenAIModel
-from agentnb.models.tokenizing import ServerTokenizer
+from agentnb.models.local_server.tokenizer import ServerTokenizer
+from agentnb.models.providers.openai.adapter import OpenAIModel
 from agentnb.trace import tokens
 
 pytest.importorskip("bpe_openai")  # imported here, where its DeprecationWarning is not an error

@@ -10,7 +10,7 @@ from fake_anthropic_server import FakeAnthropicServer, error, message, text, too
 from pydantic import BaseModel
 
 import agentnb as a
-from agentnb.models._anthropic_wire import messages_to_wire
+from agentnb.models.providers.anthropic.wire import messages_to_wire
 from agentnb.models.registry import model_from_spec
 
 pytest.importorskip("anthropic")  # imported here: it takes seconds, better at collection

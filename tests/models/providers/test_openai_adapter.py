@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 import agentnb as a
 from agentnb.models import Backoff, ModelRequest
-from agentnb.models._http import retry_after, scrub
+from agentnb.models.http.rules import retry_after, scrub
 from agentnb.models.registry import model_from_spec
 
 KEY = "sk-test-" + uuid.uuid4().hex

@@ -1,6 +1,6 @@
 """OpenAIResponsesModel through the real ``openai`` client against Responses API servers on 127.0.0.1.
 
-Most tests use `agentnb.models.responses_server.ResponsesServer`, the stateful stand-in the
+Most tests use `agentnb.models.providers.openai_responses.server.ResponsesServer`, the stateful stand-in the
 package ships (it serves a ScriptedModel, keeps each response, continues one named by
 ``previous_response_id`` and bills the whole context); the retry tests use the scripted
 stub of the other adapters' tests (tests/_stub_server.py) to fail on purpose.
@@ -22,8 +22,8 @@ from pydantic import BaseModel
 import agentnb as a
 from agentnb.models import Backoff, ModelRequest
 from agentnb.models.deltas import TextChunk, ToolCallChunk
+from agentnb.models.providers.openai_responses.server import ResponsesServer, stream_events
 from agentnb.models.registry import model_from_spec
-from agentnb.models.responses_server import ResponsesServer, stream_events
 from agentnb.trace.render import result_text
 
 KEY = "sk-test-" + uuid.uuid4().hex
@@ -454,7 +454,7 @@ def test_a_handoff_with_a_filtered_history_starts_a_new_chain():
 
 
 def test_chains_continue_the_longest_remembered_conversation_and_forget_the_oldest():
-    from agentnb.models import _responses_state as state
+    from agentnb.models.providers.openai_responses import state
 
     user, other = a.Message.user("hi"), a.Message.user("other")
     chains = state.ResponseChains()
@@ -481,8 +481,8 @@ def test_chains_continue_the_longest_remembered_conversation_and_forget_the_olde
 
 
 def test_incomplete_refused_and_unknown_output_read_as_the_other_adapters_do():
-    from agentnb.models._responses_wire import response_from_wire
-    from agentnb.models._sse import attrs
+    from agentnb.models.http.sse import attrs
+    from agentnb.models.providers.openai_responses.wire import response_from_wire
 
     cut = {**reply("resp_A", "Half an ans"), "status": "incomplete"}
     cut["incomplete_details"] = {"reason": "max_output_tokens"}

@@ -9,7 +9,7 @@ from fake_openai_server import FakeOpenAIServer, completion, error
 
 import agentnb as a
 from agentnb.models import Backoff
-from agentnb.models.recording import first_difference
+from agentnb.models.recorded.recorder import first_difference
 from agentnb.trace.sizes import request_payload
 
 TIMING = ["run_id", "span_id", "parent_id", "started", "ended", "latency_s", "wait_s"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import agentnb as a
-from agentnb.models import _recording_file
+from agentnb.models.recorded import file as _recording_file
 
 HEADER = {"agentnb_recording": 1, "model": "m"}
 REQUEST = {"system": "Work.", "messages": [{"role": "user", "content": "go"}], "tools": []}

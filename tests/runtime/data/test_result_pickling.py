@@ -12,7 +12,7 @@ from fake_openai_server import FakeOpenAIServer, completion
 from secret_scan import KEY
 
 import agentnb as a
-from agentnb.runtime.loop.result import AgentSummary
+from agentnb.runtime.data.result import AgentSummary
 
 
 def _agent() -> a.Agent:

@@ -62,7 +62,7 @@ def test_every_pattern_takes_every_run_option() -> None:
     import inspect
 
     import agentnb
-    from agentnb.runtime.loop.options import KEYWORDS, RunKeywords
+    from agentnb.runtime.data.options import KEYWORDS, RunKeywords
 
     assert set(RunKeywords.__annotations__) == KEYWORDS  # the typed keywords are the options
     for fn in (agentnb.run, agentnb.parallel, agentnb.chain, agentnb.verify_loop, agentnb.judge):

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import agentnb as a
-from agentnb.runtime.loop import _sync as _loop
+from agentnb.runtime.engine import blocking as _loop
 
 
 class Abort(BaseException):

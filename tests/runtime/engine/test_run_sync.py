@@ -16,9 +16,9 @@ import time
 import pytest
 
 import agentnb as a
-from agentnb.runtime.loop import _sync as _loop
-from agentnb.runtime.loop._thread_loop import thread_loop
-from agentnb.runtime.loop.runner import build_result, execute, start_context
+from agentnb.runtime.engine import blocking as _loop
+from agentnb.runtime.engine.runner import build_result, execute, start_context
+from agentnb.runtime.engine.thread_loop import thread_loop
 
 
 @a.tool

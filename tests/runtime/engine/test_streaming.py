@@ -18,7 +18,7 @@ import pytest
 
 import agentnb as a
 from agentnb.models.deltas import StreamItem, TextChunk
-from agentnb.runtime.loop import _sync as _loop
+from agentnb.runtime.engine import blocking as _loop
 
 TIMES = ("started", "ended", "latency_s", "ttft_s")
 
@@ -425,7 +425,7 @@ def test_ctrl_c_during_stream_sync_ends_the_stream_with_the_partial_result():
 
 
 async def test_latency_series_and_its_figure_show_ttft_for_streamed_runs_only():
-    from agentnb.measure.sweep import sweep
+    from agentnb.measure.sweeps import sweep
     from agentnb.measure.tables import latency_series
     from agentnb.plot import latency
 

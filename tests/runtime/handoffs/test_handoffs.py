@@ -9,7 +9,7 @@ from pydantic import BaseModel
 
 import agentnb as a
 from agentnb.models.types import Message
-from agentnb.runtime.loop.runner import REASK_PREFIX
+from agentnb.runtime.engine.runner import REASK_PREFIX
 
 REQUEST = "Please refund order A-17, it arrived broken."
 CONVERSATION = [

@@ -20,20 +20,15 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any
 
-from ..errors import UserError
-from . import checks, tokenizing
-from ._anthropic_wire import (
-    CacheMode,
-    MalformedReply,
-    StructuredMode,
-    request_to_wire,
-    response_from_wire,
-)
-from ._http import Backoff
-from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
-from .deltas import StreamItem
-from .request_fields import extra_body
-from .types import ModelRequest, ModelResponse
+from .... import checks
+from ....errors import UserError
+from ...deltas import StreamItem
+from ...http.model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
+from ...http.rules import Backoff
+from ...local_server import tokenizer as tokenizing
+from ...request_fields import extra_body
+from ...types import ModelRequest, ModelResponse
+from .wire import CacheMode, MalformedReply, StructuredMode, request_to_wire, response_from_wire
 
 __all__ = ["AnthropicModel"]
 
@@ -145,7 +140,7 @@ class AnthropicModel(HTTPModel):
         """The call streamed (its server-sent events): text and tool-call deltas, then the
         response. Retried like `request` until the first delta; a stream broken after it (no
         ``message_stop``) raises `agentnb.errors.StreamBroken`."""
-        from ._anthropic_stream import stream_message
+        from .stream import stream_message
 
         return stream_message(self, request)
 

@@ -15,20 +15,15 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from ._anthropic_wire import (
-    StructuredMode,
-    output_tool_name,
-    request_to_wire,
-    response_from_wire,
-)
-from ._http import Failure
-from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
-from .deltas import StreamItem, TextChunk, ToolCallChunk
-from .request_fields import extra_body
-from .types import ModelRequest, ModelResponse
+from ...deltas import StreamItem, TextChunk, ToolCallChunk
+from ...http.rules import Failure
+from ...http.sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
+from ...request_fields import extra_body
+from ...types import ModelRequest, ModelResponse
+from .wire import StructuredMode, output_tool_name, request_to_wire, response_from_wire
 
 if TYPE_CHECKING:
-    from .anthropic import AnthropicModel
+    from .adapter import AnthropicModel
 
 _ERROR_STATUS = {"overloaded_error": 529, "api_error": 500, "rate_limit_error": 429}
 """The status an error event stands for, so that one before the first delta is retried."""

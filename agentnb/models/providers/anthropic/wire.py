@@ -17,9 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from ._openai_wire import _check_tool_name, schema_instruction
-from .settings import ModelSettings, unsupported
-from .types import (
+from ...settings import ModelSettings, unsupported
+from ...types import (
     RESPONSE_FIELD,
     Message,
     ModelRequest,
@@ -30,6 +29,7 @@ from .types import (
     Usage,
     wrapped_in_object,
 )
+from ..openai.wire import _check_tool_name, schema_instruction
 
 StructuredMode = Literal["tool", "native", "prompt"]
 CacheMode = Literal["auto"] | None

@@ -24,11 +24,15 @@ from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
 
-from ..errors import ModelHTTPError, UserError
-from . import checks, tokenizing
-from ._http import Backoff, Failure, Secret
-from ._http_model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
-from ._openai_wire import (
+from .... import checks
+from ....errors import ModelHTTPError, UserError
+from ...deltas import StreamItem
+from ...http.model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
+from ...http.rules import Backoff, Failure, Secret
+from ...local_server import tokenizer as tokenizing
+from ...request_fields import extra_body
+from ...types import ModelRequest, ModelResponse
+from .wire import (
     OPENAI_TOOL_CHOICES,
     MalformedReply,
     StructuredMode,
@@ -38,9 +42,6 @@ from ._openai_wire import (
     response_from_wire,
     weaker_mode,
 )
-from .deltas import StreamItem
-from .request_fields import extra_body
-from .types import ModelRequest, ModelResponse
 
 __all__ = ["NO_KEY", "OpenAIModel", "ToolChoices"]
 
@@ -234,6 +235,6 @@ class OpenAIModel(HTTPModel):
         """The call streamed (usage included): text and tool-call deltas, then the response.
         Retried like `request` until the first delta; a stream broken after it (no finish
         reason or no ``[DONE]``) raises `agentnb.errors.StreamBroken`."""
-        from ._openai_stream import stream_chat
+        from .stream import stream_chat
 
         return stream_chat(self, request)

@@ -14,20 +14,15 @@ from collections.abc import AsyncIterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelHTTPError, StreamBroken
-from ._http import Failure
-from ._openai_wire import (
-    StructuredMode,
-    required_refused,
-    response_from_wire,
-    weaker_mode,
-)
-from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
-from .deltas import StreamItem, TextChunk, ToolCallChunk
-from .types import ModelRequest, ModelResponse
+from ....errors import ModelHTTPError, StreamBroken
+from ...deltas import StreamItem, TextChunk, ToolCallChunk
+from ...http.rules import Failure
+from ...http.sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
+from ...types import ModelRequest, ModelResponse
+from .wire import StructuredMode, required_refused, response_from_wire, weaker_mode
 
 if TYPE_CHECKING:
-    from .openai import OpenAIModel
+    from .adapter import OpenAIModel
 
 
 class ChatStream:

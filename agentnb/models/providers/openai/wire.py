@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import ModelHTTPError, UserError
-from .settings import TOOL_CHOICES, ModelSettings, unsupported
-from .types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
+from ....errors import ModelHTTPError, UserError
+from ...settings import TOOL_CHOICES, ModelSettings, unsupported
+from ...types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
 
 StructuredMode = Literal["json_schema", "json_object", "prompt"]
 WEAKER: dict[str, StructuredMode] = {"json_schema": "json_object", "json_object": "prompt"}

@@ -22,22 +22,16 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
-from ..errors import UserError
-from . import checks
-from ._http import Backoff, Failure
-from ._http_model import DEFAULT_BACKOFF, HTTPModel
-from ._responses_state import Continuation, ResponseChains
-from ._responses_wire import (
-    STATE_FIELDS,
-    HostedTool,
-    MalformedReply,
-    request_to_wire,
-    response_from_wire,
-)
-from .canonical import canonical_request
-from .deltas import StreamItem
-from .request_fields import extra_body
-from .types import ModelRequest, ModelResponse
+from .... import checks
+from ....errors import UserError
+from ...canonical import canonical_request
+from ...deltas import StreamItem
+from ...http.model import DEFAULT_BACKOFF, HTTPModel
+from ...http.rules import Backoff, Failure
+from ...request_fields import extra_body
+from ...types import ModelRequest, ModelResponse
+from .state import Continuation, ResponseChains
+from .wire import STATE_FIELDS, HostedTool, MalformedReply, request_to_wire, response_from_wire
 
 __all__ = ["Conversation", "HostedTool", "OpenAIResponsesModel"]
 
@@ -224,7 +218,7 @@ class OpenAIResponsesModel(HTTPModel):
         """The call streamed: text and function-call argument deltas, then the response (its
         usage from ``response.completed``). Retried like `request` until the first delta; a
         stream broken after it (no ``response.completed``) raises `agentnb.errors.StreamBroken`."""
-        from ._responses_stream import stream_response
+        from .stream import stream_response
 
         return stream_response(self, request)
 

@@ -27,9 +27,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .base import ModelClient
-from .canonical import canonical_request
-from .types import Message, ModelRequest, ModelResponse, OutputSchema, ToolCall, ToolSpec
+from ...base import ModelClient
+from ...canonical import canonical_request
+from ...types import Message, ModelRequest, ModelResponse, OutputSchema, ToolCall, ToolSpec
 
 __all__ = ["ResponsesServer"]
 

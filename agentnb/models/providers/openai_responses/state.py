@@ -23,8 +23,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .canonical import dumps
-from .types import Message, ModelResponse
+from ...canonical import dumps
+from ...types import Message, ModelResponse
 
 MAX_CHAINS = 4096
 """Conversations remembered per model client; the oldest are forgotten (their next request is

@@ -16,14 +16,14 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from ._http import Failure
-from ._responses_wire import response_from_wire
-from ._sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
-from .deltas import StreamItem, TextChunk, ToolCallChunk
-from .types import ModelRequest, ModelResponse
+from ...deltas import StreamItem, TextChunk, ToolCallChunk
+from ...http.rules import Failure
+from ...http.sse import ServerError, ServerEvent, attrs, stream_with_retries, text_in
+from ...types import ModelRequest, ModelResponse
+from .wire import response_from_wire
 
 if TYPE_CHECKING:
-    from .openai_responses import OpenAIResponsesModel
+    from .adapter import OpenAIResponsesModel
 
 _END = frozenset({"response.completed", "response.incomplete"})
 

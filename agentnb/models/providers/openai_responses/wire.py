@@ -17,9 +17,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import UserError
-from .settings import TOOL_CHOICES, ModelSettings, unsupported
-from .types import Message, ModelRequest, ModelResponse, StopReason, ToolCall, Usage
+from ....errors import UserError
+from ...settings import TOOL_CHOICES, ModelSettings, unsupported
+from ...types import Message, ModelRequest, ModelResponse, StopReason, ToolCall, Usage
 
 HOSTED_TYPES = (
     "web_search",
