@@ -131,9 +131,9 @@ from .runtime import (
     tool,
 )
 from .runtime.agents.settings import StopAtTools
+from .runtime.data.approvals import ApprovalRecord
 from .runtime.guards.approval import (
     Approval,
-    ApprovalRecord,
     PendingCall,
     approve_all,
     reject_all,

@@ -83,7 +83,7 @@ MOVED: dict[str, str] = {
     "agentnb.runtime.runner": "agentnb.runtime.engine.runner",
     "agentnb.runtime.settings": "agentnb.runtime.agents.settings",
     "agentnb.runtime.state": "agentnb.runtime.data.state",
-    "agentnb.runtime.stream_output": "agentnb.runtime.engine.stream_output",
+    "agentnb.runtime.stream_output": "agentnb.runtime.data.stream_output",
     "agentnb.runtime.streaming": "agentnb.runtime.engine.streaming",
     "agentnb.runtime.team": "agentnb.runtime.engine.teams",
     "agentnb.runtime.tool_context": "agentnb.runtime.tools.context",
@@ -108,7 +108,7 @@ MOVED: dict[str, str] = {
     "agentnb.runtime.tools.team": "agentnb.runtime.engine.teams",
     "agentnb.runtime.watch.events": "agentnb.runtime.data.events",
     "agentnb.runtime.watch.hooks": "agentnb.runtime.data.hooks",
-    "agentnb.runtime.watch.stream_output": "agentnb.runtime.engine.stream_output",
+    "agentnb.runtime.watch.stream_output": "agentnb.runtime.data.stream_output",
     "agentnb.runtime.watch.streaming": "agentnb.runtime.engine.streaming",
 }
 """Old dotted module name -> where that module lives now."""

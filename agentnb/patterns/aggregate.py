@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 from ..errors import UserError
 from ..runtime.agents.agent import Agent
 from ..runtime.data.options import RunKeywords, RunOptions
+from ..runtime.data.outcome import to_text
 from ..runtime.data.result import RunResult
-from ..runtime.tools.function import to_text
 from . import _runs
 from .fan_out import FanOut
 

@@ -15,8 +15,8 @@ from ..errors import UserError
 from ..models.base import ModelClient
 from ..runtime.agents.agent import Agent
 from ..runtime.data.options import RunKeywords, RunOptions
+from ..runtime.data.outcome import to_text
 from ..runtime.data.result import RunResult
-from ..runtime.tools.function import to_text
 from . import _runs
 from .result import PatternResult
 

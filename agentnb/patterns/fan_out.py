@@ -18,9 +18,9 @@ from ..errors import UserError
 from ..models.base import ModelClient
 from ..runtime.agents.agent import Agent
 from ..runtime.data.options import RunKeywords, RunOptions
+from ..runtime.data.outcome import to_text
 from ..runtime.data.result import RunResult
 from ..runtime.engine.runner import execute
-from ..runtime.tools.function import to_text
 from ..trace.render import fanout_html, fanout_text
 from . import _runs
 from .result import PatternResult

@@ -2,6 +2,7 @@
 
 from .agents.agent import Agent
 from .agents.prompt import PromptSection, assemble_prompt
+from .data.approvals import Interruption
 from .data.context import Limits, RunContext
 from .data.events import (
     AgentEnded,
@@ -26,7 +27,7 @@ from .data.result import RunResult
 from .data.transfer import Transfer
 from .engine.agent_tool import AgentTool
 from .engine.blocking import main_thread_blocked, run_sync
-from .engine.resume import Interruption, resume
+from .engine.resume import resume
 from .engine.runner import run
 from .engine.streaming import RunStream, run_streamed, stream_sync
 from .engine.teams import TeamTool, team

@@ -13,7 +13,7 @@ from ...trace.spans import Trace
 if TYPE_CHECKING:
     from ...models.base import ModelClient
     from ...models.settings import ModelSettings
-    from ..guards.approval import ApprovalRecord
+    from .approvals import ApprovalRecord
     from .events import Watchers
     from .options import RunOptions
     from .state import AgentRun

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...errors import CallbackRaised
 from ...models.deltas import TextChunk, ToolCallChunk, stream_of
 from ...models.types import ModelResponse, ToolCall
-from ..engine.stream_output import NOTHING, OutputStream, unwrapped_text
 from .hooks import Hooks, reads_rows
 from .off_loop import off_loop
 from .outcome import OutcomeKind, ToolOutcome, model_text
+from .stream_output import NOTHING, OutputStream, unwrapped_text
 
 if TYPE_CHECKING:
     from ...models.base import ModelClient

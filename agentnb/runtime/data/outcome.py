@@ -16,8 +16,12 @@ events and hooks, the tool guardrails) reads the same typed value:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_json
 
 from .transfer import Transfer
 
@@ -106,3 +110,26 @@ NextStep = NextStepFinalOutput | NextStepHandoff | NextStepRunAgain
 """What an agent's turn leads to."""
 
 RUN_AGAIN = NextStepRunAgain()
+
+
+def to_text(value: Any) -> str:
+    """How a tool's return value reaches the model: text as is, models and data as JSON.
+
+    Plain JSON data (dicts, lists, numbers) is written by `json.dumps`; anything holding what
+    pydantic can serialise (models, dataclasses, dates, in lists or dicts) is written as
+    pydantic writes a single model (`to_jsonable_python`'s rules, compact), never as a
+    Python repr; an object neither knows becomes its ``str``."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    if value is None:
+        return ""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        pass
+    try:
+        return to_json(value, fallback=str).decode()
+    except (PydanticSerializationError, TypeError, ValueError):
+        return str(value)

@@ -10,13 +10,13 @@ from ...errors import AgentRunError
 from ...models.types import Message, ToolSpec, Usage
 from ...trace.render import result_html, result_text
 from ...trace.spans import Span, Trace
+from .outcome import to_text
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from ..agents.agent import Agent
-    from ..engine.resume import Interruption
-    from ..guards.approval import ApprovalRecord
+    from .approvals import ApprovalRecord, Interruption
     from .context import RunContext
 
 
@@ -140,8 +140,6 @@ class RunResult:
     @property
     def final_text(self) -> str:
         """The output as text: JSON for structured outputs."""
-        from ..tools.function import to_text
-
         return to_text(self.output)
 
     def __getstate__(self) -> dict[str, Any]:

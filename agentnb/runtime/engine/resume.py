@@ -21,7 +21,7 @@ sibling cancelled by it) run again on resume; those needing approval are asked a
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, fields
 from typing import TYPE_CHECKING, Any
 
 from ...errors import RunPaused, UserError
@@ -29,60 +29,20 @@ from ...models.scripted import ScriptedModel
 from ...models.types import Message, ToolCall, Usage
 from ...trace.calls import CallRow
 
+# The pause marker moved to data/approvals.py; these names stay importable from here.
+from ..data.approvals import PAUSE as PAUSE
+from ..data.approvals import ApprovalRecord, Interruption
+from ..data.approvals import Paused as Paused
+from ..data.approvals import pause_run as pause_run
+from ..data.approvals import paused_call as paused_call
+
 if TYPE_CHECKING:
     from ..agents.agent import Agent
     from ..data.context import RunContext
     from ..data.result import RunResult
     from ..data.state import AgentRun
 
-PAUSE = "pause"
-"""``run(approver="pause")``: stop at calls that need approval instead of asking."""
-
 STATE_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Interruption:
-    """A call that needs approval, waiting in a paused run."""
-
-    call_id: str
-    tool: str
-    arguments: dict[str, Any]
-    agent: str
-    """The agent that asked for the call."""
-    path: str = ""
-    """Where that agent sits: ``coordinator/legal`` for a sub-agent's call."""
-
-
-class Paused(str):
-    """The result text of a call left waiting: a `str`, so that every path that returns a
-    refusal returns it unchanged; the run loop recognises it and pauses the run."""
-
-    interruption: Interruption
-
-    def __new__(cls, interruption: Interruption) -> Paused:
-        made = super().__new__(cls, f"call to {interruption.tool} is waiting for approval")
-        made.interruption = interruption
-        return made
-
-
-def paused_call(ctx: RunContext, caller: AgentRun, tool: str, call_id: str, arguments: Any) -> str:
-    """The marker for a call left waiting."""
-    given = arguments if isinstance(arguments, dict) else {"input": arguments}
-    ctx.trace.log(
-        "approval_paused", depth=caller.depth, path=caller.path, agent=caller.agent.name, tool=tool
-    )
-    return Paused(Interruption(call_id, tool, given, caller.agent.name, caller.path))
-
-
-def pause_run(ctx: RunContext, paused: list[Paused]) -> None:
-    """End the run at its waiting calls (raises `RunPaused`)."""
-    ctx.interruptions.extend(p.interruption for p in paused)
-    names = ", ".join(f"{p.interruption.tool} ({p.interruption.call_id})" for p in paused)
-    raise RunPaused(
-        f"The run paused at {len(paused)} call(s) needing approval: {names}. "
-        "Use agentnb.resume(agent, result.to_state(), approvals) to go on."
-    )
 
 
 # -- the state
@@ -211,7 +171,6 @@ async def resume(
     definition); ``options`` are those of `agentnb.run` (``approver="pause"`` again to pause at
     later calls). Like `run`, it never raises once the run has started."""
     from ..data.options import RunOptions
-    from ..guards.approval import ApprovalRecord
     from .runner import execute, start_context
 
     if not isinstance(state, dict) or state.get("agentnb_state") != STATE_VERSION:
@@ -282,7 +241,6 @@ class Resumption:
         self.turns: dict[str, int] = {}
 
     async def __call__(self, state: AgentRun, ctx: RunContext) -> None:
-        from ..guards.approval import ApprovalRecord
         from .runner import run_tools
 
         turn = self.turns.pop(state.path, state.turns)

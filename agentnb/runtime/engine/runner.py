@@ -40,6 +40,7 @@ from ..agents.output import validation_errors
 from ..agents.output_validators import retried, validated_output
 from ..agents.prompt import section_sizes
 from ..agents.settings import after_tool_calls, stopping_call, turn_settings
+from ..data.approvals import Paused, pause_run
 from ..data.context import RunContext, TokenBudget
 from ..data.deadline import DeadlinePassed, within
 from ..data.events import (
@@ -74,7 +75,6 @@ from ..handoffs.handoff import HandoffTool
 from ..tools.context import ToolCallContext
 from ..tools.enabled import enabled_tools
 from ..tools.function import BaseTool, read_arguments
-from .resume import Paused, pause_run
 
 
 async def run(

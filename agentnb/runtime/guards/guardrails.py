@@ -22,9 +22,10 @@ from ...errors import GuardrailTripped, UserError
 from ...models.types import Message, ModelResponse
 from ..data.callbacks import check_callable
 from ..data.off_loop import off_loop
+from ..data.outcome import to_text
 from ..data.state import AgentRun
 from ..data.tasks import run_concurrently
-from ..tools.function import to_text, truncate
+from ..tools.function import truncate
 
 if TYPE_CHECKING:
     from ...trace.spans import Span
