@@ -1,5 +1,5 @@
 """The key never shows: not in an error's chain, a pickled model, nor an echo by a server,
-whatever the key's prefix. (Every fault of tests/models/test_faults.py is also scanned for it.)"""
+whatever the key's prefix. (Every fault of tests/models/http/test_faults.py is also scanned for it.)"""
 
 from __future__ import annotations
 

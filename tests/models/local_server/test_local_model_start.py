@@ -18,7 +18,7 @@ import pytest
 import agentnb as a
 from agentnb.models.local_server import model as local
 
-TESTS = Path(__file__).resolve().parents[1]  # the stand-in server lives in tests/
+TESTS = Path(__file__).resolve().parents[2]  # the stand-in server lives in tests/
 
 
 @pytest.fixture

@@ -270,7 +270,7 @@ def test_an_entry_appended_to_an_old_recording_is_checked_and_the_old_ones_are_n
 
 
 def test_the_shipped_recordings_replay_unchanged():
-    shipped = sorted(Path(__file__).parents[2].glob("notebooks/recordings/*.jsonl"))
+    shipped = sorted(Path(__file__).parents[3].glob("notebooks/recordings/*.jsonl"))
     assert shipped
     for path in shipped:
         assert a.replay(path).remaining > 0

@@ -42,7 +42,7 @@ def two_levels(**chunking: float) -> tuple[a.Agent, a.ScriptedModel, a.ScriptedM
 
 
 def points(events: list[Any]) -> list[Any]:
-    """The run's events other than its spans' and log records (``tests/runtime/test_span_events.py``)."""
+    """The run's events other than its spans' and log records (``tests/runtime/data/test_span_events.py``)."""
     return [e for e in events if not isinstance(e, (a.SpanStarted, a.SpanEnded, a.LogRecorded))]
 
 
