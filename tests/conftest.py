@@ -71,8 +71,8 @@ def word_tokenizer():
 
 # -- the real model (tests marked local_model): one llama.cpp server for the whole session
 
-from agentnb.models.local import REQUIRE_ENV, missing_packages  # noqa: E402
-from agentnb.models.local import TESTS_HINT as LOCAL_HINT  # noqa: E402
+from agentnb.models.local_server.model import REQUIRE_ENV, missing_packages  # noqa: E402
+from agentnb.models.local_server.model import TESTS_HINT as LOCAL_HINT  # noqa: E402
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

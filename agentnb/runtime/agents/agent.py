@@ -13,22 +13,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack
 
+from ... import checks
 from ...errors import UserError
-from ...models import checks
 from ...models.base import ModelClient
 from ...models.settings import ModelSettings, check_settings
+from ..data.callbacks import check_callable
+from ..data.hooks import check_hooks
 from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
-from ..watch.hooks import check_hooks
-from .callbacks import check_callable
 from .output import OutputSpec, output_spec
 from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
 
 if TYPE_CHECKING:
-    from ..loop.state import AgentRun
-    from ..tools.agent_tool import AgentTool, AsToolOptions
-    from ..watch.hooks import Hooks
+    from ..data.hooks import Hooks
+    from ..data.state import AgentRun
+    from ..engine.agent_tool import AgentTool, AsToolOptions
     from .prompt import PromptSection
 
 
@@ -275,7 +275,7 @@ class Agent:
             name: The tool's name (default: the agent's name in snake case).
             description: What the caller's model is told the tool does (default: the
                 agent's ``description``).
-            **options: The options below (`agentnb.runtime.tools.agent_tool.AsToolOptions`).
+            **options: The options below (`agentnb.runtime.engine.agent_tool.AsToolOptions`).
 
         Keyword Args:
             max_turns (int | None): The sub-agent's turn limit for calls through this tool (default: the
@@ -306,7 +306,7 @@ class Agent:
         Raises:
             UserError: an option has a value it does not accept.
         """
-        from ..tools.agent_tool import AgentTool
+        from ..engine.agent_tool import AgentTool
 
         return AgentTool.build(self, name, description, **options)
 

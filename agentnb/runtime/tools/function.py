@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import re
 import sys
 import warnings
@@ -21,14 +20,15 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
-from pydantic_core import PydanticSerializationError, from_json, to_json
+from pydantic_core import from_json
 
+from ... import checks
 from ...errors import AgentnbWarning, UserError
-from ...models import checks
 from ...models.types import ToolSpec
-from ..agents.callbacks import check_callable
-from ..handoffs.transfer import Transfer
-from ..loop.outcome import ToolOutcome
+from ..data.callbacks import check_callable
+from ..data.outcome import ToolOutcome
+from ..data.outcome import to_text as to_text
+from ..data.transfer import Transfer
 from .context import ToolCallContext
 from .schema import arguments_model, clean_schema, parse_docstring
 
@@ -161,29 +161,6 @@ def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
         return fn(**kwargs)
     except GeneratorExit as exc:
         return _Raised(exc)
-
-
-def to_text(value: Any) -> str:
-    """How a tool's return value reaches the model: text as is, models and data as JSON.
-
-    Plain JSON data (dicts, lists, numbers) is written by `json.dumps`; anything holding what
-    pydantic can serialise (models, dataclasses, dates, in lists or dicts) is written as
-    pydantic writes a single model (`to_jsonable_python`'s rules, compact), never as a
-    Python repr; an object neither knows becomes its ``str``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        pass
-    try:
-        return to_json(value, fallback=str).decode()
-    except (PydanticSerializationError, TypeError, ValueError):
-        return str(value)
 
 
 def clip_result(value: Any, limit: int | None) -> str:
