@@ -13,9 +13,9 @@ import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from .. import checks
 from ..errors import UserError
 from ..words import plural
-from . import checks
 from .schema_values import schema_value
 from .types import Message, ModelRequest, ModelResponse, ToolCall
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 from ...errors import UserError
 from ...models.settings import ModelSettings
-from .callbacks import check_callable
+from ..data.callbacks import check_callable
 
 if TYPE_CHECKING:
     from ...models.types import ToolCall
-    from ..loop.context import RunContext
+    from ..data.context import RunContext
     from ..tools.function import BaseTool
 
 
