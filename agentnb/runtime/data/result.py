@@ -139,12 +139,21 @@ class RunResult:
 
     @property
     def chars_in(self) -> int:
-        """Characters sent over the whole run (see `agentnb.trace.sizes` for the rule)."""
-        return sum(r.chars_in for r in self.trace.call_rows)
+        """Characters sent over the whole run, or a sub-agent's subtree (see
+        `agentnb.trace.sizes` for the rule)."""
+        return sum(r.chars_in for r in self._rows())
 
     @property
     def model_calls(self) -> int:
-        return len(self.trace.call_rows)
+        """Model calls of the run, or of a sub-agent's subtree (as ``calls`` counts them)."""
+        return len(self._rows())
+
+    def _rows(self) -> list[Any]:
+        rows = self.trace.call_rows
+        if self.path is None:
+            return rows
+        prefix = self.path + "/"
+        return [r for r in rows if r.path == self.path or r.path.startswith(prefix)]
 
     @property
     def final_text(self) -> str:

@@ -56,6 +56,7 @@ def test_a_delegated_run_joins_the_callers_trace_tables_and_usage():
     (child,) = children
     assert child.ok and child.output == "cats purr"
     assert list(child.calls["path"]) == ["boss/researcher"]
+    assert child.model_calls == 1 and child.chars_in == result.calls["chars_in"][1]
     assert (child.usage.input_tokens, child.usage.requests) == (30, 1)
     assert [m.content for m in child.new_items] == ["cats purr"]
     # the child's agent span hangs under the tool call's span
@@ -241,3 +242,18 @@ def test_parallel_children_each_keep_their_own_result_and_path():
     assert boss_model.requests[1].messages[-1].content == "answer 1,answer 2"
     assert seen == [["boss/r1", "boss/r2"]]
     assert sorted(result.calls["path"]) == ["boss", "boss", "boss/r1", "boss/r2"]
+
+
+async def test_a_streamed_run_streams_the_childs_events_with_its_path():
+    sub = researcher(a.say("streamed answer"))
+
+    async def research(topic: str, ctx: a.ToolCallContext) -> str:
+        """Research."""
+        return str((await ctx.delegate(sub, topic)).output)
+
+    boss, _ = boss_with(research, a.tool_call("research", topic="t"), a.say("done"))
+    stream = a.run_streamed(boss, "go")
+    paths = [e.path async for e in stream if isinstance(e, a.TextDelta)]
+    result = await stream.result()
+    assert result.ok, result.error
+    assert "boss/researcher" in paths and paths[-1] == "boss"

@@ -154,7 +154,7 @@ def test_reset_tool_choice_must_be_a_bool():
 
 def test_an_async_extractor_is_awaited_and_what_it_returns_is_what_the_caller_reads():
     async def verdict(result: a.RunResult) -> str:
-        return f"verdict={result.output.upper()} after {len(result.calls)} call(s)"
+        return f"verdict={result.output.upper()} after {result.model_calls} call(s)"
 
     sub = a.Agent("legal", "Judge.", a.ScriptedModel([a.say("fine")]))
     boss_model = a.ScriptedModel([a.tool_call("legal", input="clause"), a.say("ok")])
