@@ -257,3 +257,8 @@ async def test_a_streamed_run_streams_the_childs_events_with_its_path():
     result = await stream.result()
     assert result.ok, result.error
     assert "boss/researcher" in paths and paths[-1] == "boss"
+
+
+def test_parent_given_to_run_sync_says_where_it_belongs():
+    with pytest.raises(a.UserError, match=r"parent= starts a child run from inside a tool"):
+        a.run_sync(researcher(a.say("x")), "hi", parent=None)  # type: ignore[call-arg]
