@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ... import checks
-from ...errors import AgentRunError, RunTimeout, UserError
+from ...errors import AgentRunError, RunPaused, RunTimeout, UserError
 from ...models.types import Message, Usage
 from ..agents.agent import Agent, model_client
 from ..data.deadline import DeadlinePassed, within
@@ -104,6 +104,7 @@ async def run_child(
     ctx.active.append(state)
     trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
     status, error = "ok", None
+    waiting = len(ctx.interruptions)
     try:
         await within(agent_loop(state, ctx, max_turns or agent.max_turns), timeout)
     except asyncio.CancelledError:
@@ -112,6 +113,15 @@ async def run_child(
     except DeadlinePassed:
         status = "timeout"
         error = RunTimeout(f"{agent.name} did not finish within ctx.delegate(timeout={timeout:g}).")
+    except RunPaused:  # a resume could not find its way back into the tool: fail closed
+        del ctx.interruptions[waiting:]
+        status = "error"
+        error = UserError(
+            f"{path} needs approval, and approver='pause' cannot pause inside a run a tool "
+            "started (ctx.delegate): give the run an approver function instead."
+        )
+        if ctx.ended is None:
+            ctx.ended = error
     except Exception as exc:  # the child's failure: the tool reads it in the result
         status, error = "error", exc
         if ends_the_run(exc, propagate_guardrails=False) and ctx.ended is None:

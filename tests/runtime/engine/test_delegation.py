@@ -262,3 +262,23 @@ async def test_a_streamed_run_streams_the_childs_events_with_its_path():
 def test_parent_given_to_run_sync_says_where_it_belongs():
     with pytest.raises(a.UserError, match=r"parent= starts a child run from inside a tool"):
         a.run_sync(researcher(a.say("x")), "hi", parent=None)  # type: ignore[call-arg]
+
+
+def test_a_pause_for_approval_inside_a_child_ends_the_run_with_a_clear_error_not_a_pause():
+    @a.tool(needs_approval=True)
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    sub = a.Agent("cleaner", "", a.ScriptedModel([a.tool_call("delete", path="/x")]), [delete])
+
+    async def clean(where: str, ctx: a.ToolCallContext) -> str:
+        """Clean up."""
+        return str((await ctx.delegate(sub, where)).error)
+
+    boss, boss_model = boss_with(clean, a.tool_call("clean", where="/"), a.say("never"))
+    result = a.run_sync(boss, "go", approver="pause")
+    assert not result.ok and isinstance(result.error, a.UserError)
+    assert "boss/cleaner needs approval" in str(result.error)
+    assert result.interruptions == []  # nothing a resume would misread
+    assert len(boss_model.requests) == 1
