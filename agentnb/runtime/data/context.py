@@ -125,6 +125,7 @@ class RunContext:
             default_model=None,
             watchers=None,
             approvals=list(self.approvals),
+            ended=None,  # the result's own error says it (a user's exception may not pickle)
         )
 
     @property

@@ -5,7 +5,9 @@ calls table with their paths, one usage, and the caller's limits cover them."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 import re
+import threading
 
 import pytest
 
@@ -282,3 +284,27 @@ def test_a_pause_for_approval_inside_a_child_ends_the_run_with_a_clear_error_not
     assert "boss/cleaner needs approval" in str(result.error)
     assert result.interruptions == []  # nothing a resume would misread
     assert len(boss_model.requests) == 1
+
+
+class _Unpicklable(a.UserError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.lock = threading.Lock()
+
+
+def test_a_result_whose_child_ended_the_run_with_an_unpicklable_error_still_pickles():
+    def instructions(ctx) -> str:
+        raise _Unpicklable("a setup mistake")
+
+    sub = a.Agent("researcher", instructions, a.ScriptedModel([a.say("x")]))
+
+    async def research(topic: str, ctx: a.ToolCallContext) -> str:
+        """Research."""
+        return str((await ctx.delegate(sub, topic)).ok)
+
+    boss, boss_model = boss_with(research, a.tool_call("research", topic="t"), a.say("never"))
+    result = a.run_sync(boss, "go")
+    assert not result.ok and "a setup mistake" in str(result.error)
+    assert len(boss_model.requests) == 1  # a setup mistake ends the run, not a text to ignore
+    copy = pickle.loads(pickle.dumps(result))
+    assert "a setup mistake" in str(copy.error) and copy.context.ended is None
