@@ -93,7 +93,7 @@ class RunContext:
     inputs: tuple[Message, ...] = ()
     """The messages the root agent started from (``result.new_items`` is what came after)."""
     ended: BaseException | None = None
-    """A failure inside a run a tool started (`agentnb.runtime.tools.delegation`) that ends
+    """A failure inside a run a tool started (`agentnb.runtime.engine.delegation`) that ends
     this whole run: raised as soon as the tool returns."""
 
     @classmethod

@@ -106,7 +106,7 @@ async def run(
 
     ``parent`` (the `ToolCallContext` of a running tool) makes this run a child of that tool's
     run, as ``await ctx.delegate(agent, input)`` does: it then takes only ``max_turns`` and
-    ``timeout`` (the rest is the calling run's); see `agentnb.runtime.tools.delegation`.
+    ``timeout`` (the rest is the calling run's); see `agentnb.runtime.engine.delegation`.
     """
     if parent is not None:
         from .delegation import check_parent
