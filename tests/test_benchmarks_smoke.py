@@ -29,6 +29,7 @@ from benchmarks.fanout import bench_fanout
 from benchmarks.overhead import bench_overhead
 from benchmarks.report import markdown
 from benchmarks.run import PLAN, main
+from benchmarks.stream_latency import bench_stream
 from benchmarks.sweep_overhead import bench_sweep
 from benchmarks.token_cache import bench_token_cache
 from benchmarks.trace_scale import bench_trace_scale
@@ -166,6 +167,17 @@ def test_sweep_overhead_compares_against_a_plain_loop():
     ]
 
 
+def test_stream_latency_times_both_clients_and_counts_connections():
+    rows = _check(bench_stream(runs=4, block=2), "stream")
+    assert [r["metric"] for r in rows] == [
+        "ms to first delta",
+        "ms to first delta",
+        "time to first delta",
+        "TCP connections",
+    ]
+    assert _metric(rows, "TCP connections")[0]["value"] == 1  # the pool keeps its connection
+
+
 def test_the_runner_writes_json_and_prints_a_markdown_table(tmp_path, capsys):
     out = tmp_path / "results.json"
     assert main(["--quick", "--only", "cost", "--out", str(out)]) == 0
@@ -191,6 +203,7 @@ def test_the_runner_refuses_unknown_benchmarks(capsys):
         "token_cache",
         "fanout",
         "sweep",
+        "stream",
         "overhead",
         "openai_agents_capture",
         "trace_scale",
