@@ -113,10 +113,13 @@ def test_capture_overhead_compares_plain_and_captured_openai_agents_runs():
 
 def test_fanout_reports_ratio_and_cost_per_branch():
     section = bench_fanout(
-        sizes=(3,), latency=0.01, repeats=1, reviewer_latency=0.01, reviewer_repeats=1
+        sizes=(3, 100), latency=0.01, repeats=1, reviewer_latency=0.01, reviewer_repeats=1
     )
     rows = _check(section, "fanout")
     assert [r["metric"] for r in rows] == [
+        "wall ÷ critical path",
+        "overhead per branch",
+        "CPU per branch",
         "wall ÷ critical path",
         "overhead per branch",
         "CPU per branch",
