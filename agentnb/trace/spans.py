@@ -265,6 +265,7 @@ class Trace:
         """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame), in the
         order the calls started: rows are recorded as calls finish, and sub-agents running in
         parallel finish in any order, but a table reads best in the order the calls were made."""
+        import numpy as np
         import pandas as pd
 
         columns = list(CALL_COLUMNS)
@@ -273,11 +274,13 @@ class Trace:
         with _collector_paused():
             self.count_tokens()  # in the order the calls finished, before the rows are sorted
             rows = sorted(self.call_rows, key=_started)
-            frame = pd.DataFrame.from_records(list(map(row_values, rows)), columns=columns)
-        for column in _REPORTED:  # never reported in the whole run: NaN, like a gap
-            if frame[column].dtype == object:
-                frame[column] = frame[column].astype(float)
-        return frame
+            data = dict(zip(columns, zip(*map(row_values, rows), strict=True), strict=True))
+            for column in _REPORTED:  # not reported for some calls: NaN, like a gap
+                if None in data[column]:
+                    data[column] = np.array(data[column], dtype=float)  # None is NaN
+            # built from its columns, these made float first: fixing their dtype on the frame
+            # afterwards cost more than building a small run's whole frame
+            return pd.DataFrame(data, columns=columns, copy=False)
 
     def spans_frame(self) -> pd.DataFrame:
         """One row per span (all kinds), for filtering and timelines."""
