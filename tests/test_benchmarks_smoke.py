@@ -78,6 +78,8 @@ def test_overhead_times_both_agentnb_cases():
     assert _metric(rows, "counting's share of the overhead")[0]["target"] == "<= 1.15"
     reading = _metric(rows, "µs per model call to read the rows")
     assert [r["case"].rsplit(", ", 1)[1] for r in reading] == ["counting on", "counting off"]
+    against_run = _metric(rows, "read ÷ the run's own time")
+    assert [r["target"] for r in against_run] == ["<= 1", None]
 
 
 def test_a_fresh_process_first_run_is_measured_in_new_processes():

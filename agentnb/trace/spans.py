@@ -274,7 +274,9 @@ class Trace:
         with _collector_paused():
             self.count_tokens()  # in the order the calls finished, before the rows are sorted
             rows = sorted(self.call_rows, key=_started)
-            data = dict(zip(columns, zip(*map(row_values, rows), strict=True), strict=True))
+            data: dict[str, Any] = dict(
+                zip(columns, zip(*map(row_values, rows), strict=True), strict=True)
+            )
             for column in _REPORTED:  # not reported for some calls: NaN, like a gap
                 if None in data[column]:
                     data[column] = np.array(data[column], dtype=float)  # None is NaN
