@@ -34,7 +34,7 @@ TARGET_FLAT = 0.2
 
 def _parallel() -> tuple[str, Callable[[dict[str, nb.Agent], str], Awaitable[Any]]]:
     try:
-        from agentnb.patterns.parallel import parallel
+        from agentnb.patterns.fan_out import parallel
     except ImportError:
 
         async def gathered(branches: dict[str, nb.Agent], task: str) -> Any:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..models.tokenizing import family_encoding
+from ..models.local_server.tokenizer import family_encoding
 
 Encoder = Callable[[str], int]
 
