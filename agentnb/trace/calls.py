@@ -236,7 +236,7 @@ class CallRow:
 
     def as_dict(self) -> dict[str, Any]:
         """The row as a dict, keyed by `CALL_COLUMNS`."""
-        return {c: getattr(self, c) for c in CALL_COLUMNS}
+        return dict(zip(CALL_COLUMNS, row_values(self), strict=True))
 
 
 class _Sent:
