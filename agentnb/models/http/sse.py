@@ -7,7 +7,10 @@ backoff and bounds, same ``retry`` events);
 once a delta has been handed on, what was shown cannot be taken back, so a stream that breaks
 after it (an error, or an end without the provider's end marker) ends the call with
 `StreamBroken`. A stream that ends without its end marker is broken, never silently short;
-once the end marker came, the stream is over and nothing after it is read.
+once the end marker came, the stream is over and nothing after it is read as part of the reply.
+What little follows it (the body's end: a blank line, the chunked encoding's last chunk) is
+still read and dropped, briefly (`finish_body`): a response closed before its body ends takes
+its connection with it, and every streamed call would pay a new TCP (and TLS) handshake.
 
 A hostile or broken server is bounded three ways: ``timeout`` bounds the whole attempt,
 ``stream_idle`` the wait between two events (a keep-alive comment is not progress), and
@@ -152,7 +155,8 @@ async def stream_with_retries(
             async with AsyncExitStack() as stack:
                 raw = await deadline.run(stack.enter_async_context(open_stream()))
                 why = ""
-                lines = deadline.each(server_events(raw.iter_lines()))
+                body = raw.iter_lines()
+                lines = deadline.each(server_events(body))
                 await stack.enter_async_context(aclosing(lines))
                 deltas = await stack.enter_async_context(aclosing(_deltas(lines, reader)))
                 try:
@@ -177,6 +181,8 @@ async def stream_with_retries(
                     why = failed.message
                 if failed is not None and shown:
                     raise attempts.error(_after_first_delta(why), kind=StreamBroken)
+                if failed is None and reader.ended:
+                    await finish_body(body)
         except ModelHTTPError:
             raise
         except Exception as exc:  # the SDK's own error, raised on opening (a bad status)
@@ -216,6 +222,29 @@ async def _deltas(
             yield delta
         if reader.ended:
             return
+
+
+FINISH_BODY_S = 0.25
+"""How long the end of a body is waited for after the stream's end marker. A server sends it
+at once; one that does not is not waited for longer (its connection is then dropped)."""
+
+FINISH_BODY_LINES = 8
+"""At most this many lines after the end marker are read and dropped before giving up."""
+
+
+async def finish_body(body: AsyncIterator[str]) -> None:
+    """Read a body to its end after the stream's end marker, so that closing the response
+    returns its connection to the pool instead of closing it. Bounded by `FINISH_BODY_S`
+    and `FINISH_BODY_LINES`; whatever goes wrong here only costs the connection, never the
+    reply, which is complete."""
+    left = FINISH_BODY_LINES
+    try:
+        async for _ in Deadline(FINISH_BODY_S, idle=FINISH_BODY_S).each(body):
+            left -= 1
+            if left < 0:
+                return
+    except Exception:  # the reply is whole; a lost connection is all it costs
+        return
 
 
 def too_long(cap: int) -> str:
