@@ -9,6 +9,7 @@ base class of the adapters. The bound on one attempt is `._deadline.Deadline`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import ipaddress
 import random
@@ -17,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ..errors import UserError
 from . import checks
@@ -142,6 +143,53 @@ def display_url(url: str | None) -> str | None:
         return None
     url = re.sub(r"//[^/@]*@", "//", str(url))
     return url.split("?", 1)[0]
+
+
+_CREDENTIAL_PARAM = re.compile(
+    r"key|token|secret|passw|pwd|auth|sig|credential|session|bearer", re.IGNORECASE
+)
+"""A query parameter's name that looks like it holds a credential (Azure's ``api-key``,
+``access_token``, ``sig``, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UrlCredentials:
+    """A ``base_url`` split at construction: the URL without its ``user:password@``, and the
+    header that userinfo becomes (what an HTTP client would have sent for it: Basic)."""
+
+    url: str | None
+    headers: dict[str, Secret]
+    secrets: tuple[Secret, ...]
+    """What scrubbing removes besides the key: the password and its Basic token."""
+
+    @classmethod
+    def split(cls, url: str | None, where: str) -> UrlCredentials:
+        """Split ``url``; a credential-looking query parameter is refused (`UserError`), since
+        which header it would become is the server's own rule."""
+        if url is None:
+            return cls(None, {}, ())
+        parts = urlsplit(url)
+        named = [
+            k
+            for k, _ in parse_qsl(parts.query, keep_blank_values=True)
+            if _CREDENTIAL_PARAM.search(k)
+        ]
+        if named:
+            raise UserError(
+                f"{where}: the base_url's query holds what looks like a credential "
+                f"({', '.join(sorted(set(named)))}=...), which would travel with the model and "
+                "its copies: pass the key as api_key=..., or give client=... made with "
+                "default_headers=... / default_query=..."
+            )
+        if "@" not in parts.netloc:
+            return cls(url, {}, ())
+        userinfo, _, host = parts.netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        pair = f"{unquote(user)}:{unquote(password)}"
+        token = base64.b64encode(pair.encode()).decode("ascii")
+        secrets = tuple(Secret(v) for v in (unquote(password), token, pair) if v)
+        bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+        return cls(bare, {"Authorization": Secret(f"Basic {token}")}, secrets)
 
 
 def is_loopback(url: str | None) -> bool:

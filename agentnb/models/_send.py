@@ -125,7 +125,7 @@ class Slots(PerLoop[Slot]):
         return Attempts(self, events)
 
     def scrub(self, text: str) -> str:
-        return scrub(text, self._owner._key)
+        return scrub(text, self._owner._key, *self._owner._url_secrets)
 
     def error(
         self,
