@@ -1,7 +1,8 @@
 """`Slots`: an HTTP model's way to its server, the send loop with its retries written once.
 
 One `Slot` per event loop (HTTP clients are bound to the loop they first ran on) holds the
-client and the limit on requests in flight; `Slots.send` makes the attempts, each within a
+client; the limit on requests in flight is one `._limit.Limit` for the model, whatever loop
+or thread a request comes from; `Slots.send` makes the attempts, each within a
 `._deadline.Deadline`, retries what is worth retrying as `._http.Backoff` allows, and turns
 what is not into a `ModelHTTPError` that says where, what happened and what to do.
 """
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ModelHTTPError
 from ._deadline import Deadline
 from ._http import Failure, PerLoop, scrub
+from ._limit import Limit
 from .types import ModelResponse
 
 if TYPE_CHECKING:
@@ -28,21 +30,22 @@ Events = list[dict[str, Any]]
 
 @dataclass(slots=True)
 class Slot:
-    """One event loop's HTTP client and its limit on requests in flight."""
+    """One event loop's HTTP client."""
 
     client: Any
-    semaphore: asyncio.Semaphore
     owned: bool
     """agentnb made the client, so agentnb closes it."""
 
 
 class Slots(PerLoop[Slot]):
     """A model's way to its server: one `Slot` per event loop (the ``client`` given to the
-    model, shared, or one made per loop), and the send loop with its retries."""
+    model, shared, or one made per loop), the model's limit on requests in flight (one for
+    all loops and threads), and the send loop with its retries."""
 
     def __init__(self, owner: HTTPModel) -> None:
         super().__init__(self._new_slot)
         self._owner = owner
+        self._limit = Limit(owner.max_concurrency)
 
     @property
     def owner(self) -> HTTPModel:
@@ -51,10 +54,9 @@ class Slots(PerLoop[Slot]):
 
     def _new_slot(self) -> Slot:
         owner = self._owner
-        semaphore = asyncio.Semaphore(owner.max_concurrency)
         if owner._client is not None:
-            return Slot(owner._client, semaphore, owned=False)
-        return Slot(owner._new_client(), semaphore, owned=True)
+            return Slot(owner._client, owned=False)
+        return Slot(owner._new_client(), owned=True)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[tuple[Any, Events]]:
@@ -62,9 +64,9 @@ class Slots(PerLoop[Slot]):
         (a wait for room under ``max_concurrency`` is its ``queue_wait`` event)."""
         slot = self.get()
         events: Events = []
-        queued = slot.semaphore.locked()
+        queued = self._limit.busy()
         started = time.perf_counter()
-        async with slot.semaphore:
+        async with self._limit.held():
             if queued:
                 events.append({"event": "queue_wait", "seconds": time.perf_counter() - started})
             yield slot.client, events

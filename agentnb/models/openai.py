@@ -56,7 +56,8 @@ class OpenAIModel(HTTPModel):
     needs no key (``OPENAI_BASE_URL`` works too). Pass ``client=`` to use a configured
     ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI`` as is (it is then shared by every loop).
 
-    - ``max_concurrency``: requests in flight at once, per event loop; the rest wait their turn.
+    - ``max_concurrency``: requests in flight at once for this model, across every thread
+      and event loop of the process; the rest wait their turn.
     - ``timeout``: seconds one attempt may take as a whole, from connecting to the last byte
       of the reply (a reply that trickles in is cut off too; a streamed reply is bounded as a
       whole the same way); then it is retried.
