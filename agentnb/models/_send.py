@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ModelHTTPError
+from ..errors import ModelHTTPError, UnreadableReply
 from ._deadline import Deadline
 from ._http import Failure, PerLoop, scrub
 from ._limit import Limit
@@ -112,8 +112,9 @@ class Slots(PerLoop[Slot]):
             if longer is None:
                 response.events[:0] = events
                 return response
-            failed = Failure(raw.status_code, longer, retryable=False)
-        raise attempts.error(failed)
+            raise attempts.error(Failure(raw.status_code, longer, retryable=False))
+        # Raised here, out of the except: the error chains nothing that holds the reply.
+        raise attempts.error(failed, kind=UnreadableReply)
 
     def _unreadable(self, raw: Any, what: str) -> Failure:
         """A reply that could not be read, quoting its start scrubbed of the key (made here,
