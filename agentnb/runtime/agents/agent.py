@@ -21,6 +21,7 @@ from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
 from ..watch.hooks import check_hooks
 from .callbacks import check_callable
+from .instructions import check_sections
 from .output import OutputSpec, output_spec
 from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
@@ -129,6 +130,8 @@ class Agent:
         if callable(self.instructions):
             where = f"Agent({self.name!r}, instructions=...)"
             check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
+        elif isinstance(self.instructions, (list, tuple)):
+            check_sections(self.instructions, self.name)
         self.tool_map()  # fail now on duplicate or unusable tools
 
     def _split_route(self) -> tuple[list[Any], Route | None]:

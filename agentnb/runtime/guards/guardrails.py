@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from ...errors import GuardrailTripped, UserError
+from ...errors import CallbackRaised, GuardrailTripped, UserError
 from ...models import checks
 from ...models.types import Message, ModelResponse
 from ..agents.callbacks import check_callable
@@ -25,6 +25,7 @@ from ..loop._off_loop import off_loop
 from ..loop._tasks import run_concurrently
 from ..loop.state import AgentRun
 from ..tools.function import to_text, truncate
+from ..watch.events import being_cancelled
 
 if TYPE_CHECKING:
     from ...trace.spans import Span
@@ -165,7 +166,14 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
             result = await _ask_agent(guard, value, state, ctx, span)
         else:
             assert guard.fn is not None
-            result = await off_loop(guard.fn, ctx, agent, value)
+            try:
+                result = await off_loop(guard.fn, ctx, agent, value)
+            except asyncio.CancelledError:
+                if being_cancelled():  # the run is being cancelled, not failing
+                    raise
+                # raised by the guardrail itself: the run ends with it (RunCancelled), as a
+                # hook's would, instead of it leaving run_sync as the run's own cancellation
+                raise CallbackRaised(asyncio.CancelledError()) from None
         if not isinstance(result, GuardrailResult):
             raise UserError(
                 f"Guardrail {guard.name!r} returned {type(result).__name__}; it must return "
