@@ -30,6 +30,36 @@ def test_a_guardrail_raising_cancelled_ends_the_run_cancelled(blocking):
     assert not result.ok and isinstance(result.error, a.RunCancelled)
 
 
+def _cancelling_guard(ctx, tool_name, arguments):
+    raise asyncio.CancelledError()
+
+
+@a.tool(input_guardrails=[_cancelling_guard])
+def guarded(x: int) -> int:
+    """Echo x."""
+    return x
+
+
+@a.tool
+def cancels(x: int) -> int:
+    """Raise CancelledError from a worker thread."""
+    raise asyncio.CancelledError()
+
+
+@a.tool
+async def cancels_async(x: int) -> int:
+    """Raise CancelledError on the loop."""
+    raise asyncio.CancelledError()
+
+
+@pytest.mark.parametrize("tool", [guarded, cancels, cancels_async], ids=lambda t: t.name)
+def test_a_tool_or_tool_guardrail_raising_cancelled_ends_the_run_cancelled(tool):
+    model = a.ScriptedModel([a.tool_call(tool.name, x=1), a.say("unreached")])
+    result = a.run_sync(a.Agent("w", "x", model, tools=[tool]), "hello")
+    assert not result.ok and isinstance(result.error, a.RunCancelled)
+    assert len(model.requests) == 1  # the run stopped at the tool
+
+
 class Billing(a.Intent):
     pass
 
