@@ -145,11 +145,18 @@ def display_url(url: str | None) -> str | None:
     return url.split("?", 1)[0]
 
 
-_CREDENTIAL_PARAM = re.compile(
-    r"key|token|secret|passw|pwd|auth|sig|credential|session|bearer", re.IGNORECASE
-)
-"""A query parameter's name that looks like it holds a credential (Azure's ``api-key``,
-``access_token``, ``sig``, ...)."""
+_CREDENTIAL_WORDS = frozenset(
+    {"key", "apikey", "token", "accesstoken", "secret", "password", "passwd", "pwd", "auth",
+     "sig", "signature", "credential", "credentials", "session", "bearer"}
+)  # fmt: skip
+"""Words that make a query parameter's name look like it holds a credential (Azure's
+``api-key``, ``access_token``, ``X-Amz-Signature``, ``sig``, ``apiKey``)."""
+
+
+def _looks_like_credential(name: str) -> bool:
+    words = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+    parts = [p for p in re.split(r"[^a-z0-9]+", words) if p]
+    return any(p in _CREDENTIAL_WORDS for p in parts) or "".join(parts) in _CREDENTIAL_WORDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +179,7 @@ class UrlCredentials:
         named = [
             k
             for k, _ in parse_qsl(parts.query, keep_blank_values=True)
-            if _CREDENTIAL_PARAM.search(k)
+            if _looks_like_credential(k)
         ]
         if named:
             raise UserError(

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..http.bounded_post import PostFailed, post_json
-from ..http.rules import Secret
+from ..http.rules import Secret, display_url
 
 _log = logging.getLogger("agentnb")
 
@@ -102,7 +102,7 @@ class ServerTokenizer:
         budget: float = PROBE_BUDGET_S,
         headers: Mapping[str, Secret] | None = None,
     ) -> None:
-        root = base_url.rstrip("/")
+        root = str(display_url(base_url)).rstrip("/")  # never a user:password@ nor a query
         self.root = root[: -len("/v1")] if root.endswith("/v1") else root
         self.model = model
         self._key = key

@@ -88,3 +88,20 @@ def test_the_servers_tokenizer_gets_the_header_not_the_url():
     assert counter.root == "http://127.0.0.1:9"
     assert PASSWORD not in repr(counter) + repr(vars(counter))
     assert PASSWORD.encode() not in pickle.dumps(counter)
+
+
+def test_a_clients_url_with_credentials_never_reaches_the_tokenizers_root():
+    import openai
+
+    client = openai.AsyncOpenAI(
+        api_key="not-needed", base_url=f"http://bob:{PASSWORD}@127.0.0.1:9/v1"
+    )
+    model = OpenAIModel("smollm2", client=client)
+    counter = model.tokenizer
+    assert not isinstance(counter, str) and counter.root == "http://127.0.0.1:9"
+    assert PASSWORD not in repr(counter) + repr(model)
+
+
+@pytest.mark.parametrize("query", ["api-version=2024-10-01", "design=a", "author=b", "page=2"])
+def test_ordinary_query_parameters_are_not_taken_for_credentials(query):
+    assert OpenAIModel("m", base_url=f"https://gw.example.com/v1?{query}").base_url
