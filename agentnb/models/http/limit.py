@@ -62,8 +62,10 @@ class Limit:
 
     def release(self) -> None:
         with self._lock:
-            while self._waiting:
-                loop, turn = self._waiting.popleft()
+            # The oldest waiter whose loop is running; one on a loop that is paused (a thread's
+            # loop between two run_sync calls) only if none is, so that no slot sits idle there.
+            for loop, turn in sorted(self._waiting, key=lambda w: not w[0].is_running()):
+                self._waiting.remove((loop, turn))
                 try:
                     loop.call_soon_threadsafe(_grant, turn)
                 except RuntimeError:  # its loop is closed: that waiter is gone

@@ -14,6 +14,7 @@ import email.utils
 import ipaddress
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -218,31 +219,56 @@ class PerLoop(Generic[T]):
     HTTP clients bind their connection pool to the loop they first ran on; agentnb runs on
     its background loop (`run_sync`) and on Jupyter's (``await agentnb.run``), so an adapter
     keeps one client per loop. Entries of closed loops are dropped on the next new loop.
+    Threads each running their own loop (``run_sync`` in a script's threads) share it, so the
+    table is changed under a lock.
     """
 
     def __init__(self, factory: Callable[[], T]) -> None:
         self._factory = factory
         self._items: dict[asyncio.AbstractEventLoop, T] = {}
+        self._lock = threading.Lock()
 
     def get(self) -> T:
         loop = asyncio.get_running_loop()
         item = self._items.get(loop)
-        if item is None:
-            for old in [old for old in self._items if old.is_closed()]:
-                del self._items[old]
-            item = self._items[loop] = self._factory()
+        if item is None:  # only this loop's thread makes its item: made outside the lock
+            item = self._factory()
+            with self._lock:
+                for old in [old for old in self._items if old.is_closed()]:
+                    del self._items[old]
+                self._items[loop] = item
         return item
 
     def pop_current(self) -> T | None:
         """Forget (and return) the running loop's item."""
-        return self._items.pop(asyncio.get_running_loop(), None)
+        with self._lock:
+            return self._items.pop(asyncio.get_running_loop(), None)
+
+    def pop_all(self) -> list[tuple[asyncio.AbstractEventLoop, T]]:
+        """Forget (and return) every loop's item but the running loop's."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        with self._lock:
+            others = [(loop, item) for loop, item in self._items.items() if loop is not running]
+            for loop, _ in others:
+                del self._items[loop]
+        return others
 
     def __len__(self) -> int:
-        return sum(1 for loop in self._items if not loop.is_closed())
+        with self._lock:
+            return sum(1 for loop in self._items if not loop.is_closed())
 
     def __getstate__(self) -> dict[str, Any]:
         # Items belong to event loops, which do not travel; a copy (a dask worker) makes its own.
-        return {**self.__dict__, "_items": {}}
+        state = {**self.__dict__, "_items": {}}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 def server_message(exc: Any) -> str:

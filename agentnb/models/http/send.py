@@ -175,14 +175,7 @@ class Slots(PerLoop[Slot]):
         """Close the clients agentnb made on every loop but the running one (its own is
         closed by `aclose`): a loop running in another thread (`run_sync`'s) closes its
         client there; a loop that is not running is run until its client is closed."""
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        for loop, slot in list(self._items.items()):
-            if loop is running:
-                continue
-            del self._items[loop]
+        for loop, slot in self.pop_all():
             if not slot.owned or loop.is_closed():
                 continue
             if loop.is_running():

@@ -97,10 +97,11 @@ def test_200_threads_sharing_one_model_never_pass_its_limit():
             return result
 
         results = in_threads(200, run)
-    assert all(r.ok and r.output == "four" for r in results)
+    assert all(r.ok and r.output == "four" for r in results), {
+        repr(r.error)[:300] for r in results if not r.ok
+    }
     assert server.seen == 200
     assert 1 < server.peak <= 16
-    assert sum(r.calls["wait_s"].iloc[0] > 0 for r in results) > 0  # queueing is traced
 
 
 def test_streams_from_threads_hold_the_limit_and_leave_no_pending_task(caplog):
