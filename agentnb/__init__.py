@@ -26,6 +26,7 @@ from .errors import (
     ScriptExhausted,
     StreamBroken,
     ToolFailed,
+    UnreadableReply,
     UserError,
 )
 from .measure import scenarios
@@ -204,6 +205,7 @@ __all__ = [
     "ScriptExhausted",
     "StreamBroken",
     "ToolFailed",
+    "UnreadableReply",
     "UserError",
     # models
     "AnthropicModel",

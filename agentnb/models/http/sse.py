@@ -19,13 +19,15 @@ A hostile or broken server is bounded three ways: ``timeout`` bounds the whole a
 
 from __future__ import annotations
 
+import codecs
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any, Protocol
 
-from ...errors import ModelHTTPError, StreamBroken
+from ...errors import ModelHTTPError, StreamBroken, UnreadableReply
 from ..deltas import StreamItem, TextChunk, ToolCallChunk
 from ..types import ModelResponse
 from .attempt_limit import Deadline
@@ -65,6 +67,47 @@ async def server_events(lines: AsyncIterator[str]) -> AsyncIterator[ServerEvent]
         aclose = getattr(lines, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+async def utf8_lines(chunks: AsyncIterator[bytes]) -> AsyncGenerator[str, None]:
+    """The lines of a body given in byte chunks, decoded strictly: a stream that is not valid
+    UTF-8 is refused (`BadEvent`), as a whole reply that is not would be, rather than read
+    with U+FFFD in place of what the server sent. Lines end at CR LF, LF or CR (the spec's)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line: list[str] = []  # the pieces of the line not yet ended
+    after_cr = False  # the last text ended with CR: a LF starting the next one is its pair
+    try:
+        async for chunk in chunks:
+            text = _decode(decoder, chunk)
+            if not text:
+                continue
+            if after_cr and text.startswith("\n"):
+                text = text[1:]
+            after_cr = text.endswith("\r")
+            first, *rest = _NEWLINE.split(text)
+            line.append(first)
+            if rest:
+                yield "".join(line)
+                for whole in rest[:-1]:
+                    yield whole
+                line = [rest[-1]]
+        line.append(_decode(decoder, b"", final=True))
+        if "".join(line):
+            yield "".join(line)
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _decode(decoder: codecs.IncrementalDecoder, chunk: bytes, final: bool = False) -> str:
+    try:
+        return decoder.decode(chunk, final)
+    except UnicodeDecodeError as exc:
+        raise BadEvent(f"a stream that is not valid UTF-8 ({exc.reason})") from None
 
 
 def attrs(value: Any, raw: frozenset[str] = frozenset()) -> Any:
@@ -155,7 +198,7 @@ async def stream_with_retries(
             async with AsyncExitStack() as stack:
                 raw = await deadline.run(stack.enter_async_context(open_stream()))
                 why = ""
-                body = raw.iter_lines()
+                body = utf8_lines(raw.iter_bytes())
                 lines = deadline.each(server_events(body))
                 await stack.enter_async_context(aclosing(lines))
                 deltas = await stack.enter_async_context(aclosing(_deltas(lines, reader)))
@@ -208,7 +251,7 @@ async def stream_with_retries(
             response.events[:0] = events
             yield response
             return
-        raise attempts.error(failed)
+        raise attempts.error(failed, kind=UnreadableReply)
 
 
 async def _deltas(

@@ -22,6 +22,7 @@ from ..data.callbacks import check_callable
 from ..data.hooks import check_hooks
 from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
+from .instructions import check_sections
 from .output import OutputSpec, output_spec
 from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
@@ -143,6 +144,8 @@ class Agent:
         if callable(self.instructions):
             where = f"Agent({self.name!r}, instructions=...)"
             check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
+        elif isinstance(self.instructions, (list, tuple)):
+            check_sections(self.instructions, self.name)
         self.tool_map()  # fail now on duplicate or unusable tools
 
     def _check_instructions_and_model(self) -> None:

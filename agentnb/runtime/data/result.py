@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -114,8 +115,8 @@ class RunResult:
     def to_input_list(self) -> list[Message]:
         """The conversation so far (the user's input, the answering agent's messages, its tool
         calls and results): ``run(result.last_agent, result.to_input_list() + [Message.user(...)])``
-        continues it."""
-        return list(self.messages)
+        continues it. The messages are copies: changing one leaves the result as it was."""
+        return [_copied(m) for m in self.messages]
 
     @property
     def new_items(self) -> list[Message]:
@@ -203,3 +204,10 @@ def _portable_error(error: BaseException | None) -> BaseException | None:
     except Exception:
         return AgentRunError(f"{type(error).__name__}: {error}")
     return error
+
+
+def _copied(message: Message) -> Message:
+    """A copy of ``message`` and of its tool calls (its measured sizes kept: they are the same)."""
+    twin = copy.copy(message)
+    twin.tool_calls = tuple(copy.copy(call) for call in message.tool_calls)
+    return twin
