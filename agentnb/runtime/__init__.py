@@ -10,6 +10,7 @@ from .loop.options import RunOptions
 from .loop.outcome import ToolOutcome
 from .loop.pause import Interruption, resume
 from .loop.result import RunResult
+from .loop.run_state import RunState
 from .loop.runner import run
 from .tools.agent_tool import AgentTool
 from .tools.context import ToolCallContext
@@ -46,6 +47,7 @@ __all__ = [
     "LogRecorded",
     "Hooks",
     "Interruption",
+    "RunState",
     "MessageOutput",
     "PartialOutput",
     "Limits",
