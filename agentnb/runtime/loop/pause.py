@@ -299,6 +299,7 @@ async def resume(
     if unknown:
         raise UserError(f"resume(): the state's scripts name unknown agent(s) {unknown}.")
     current = agents[shape.agent]
+    _check_sub_agents(shape, agents)
     options.setdefault("run_id", shape.run_id)
     artifacts = {**shape.artifacts, **(options.pop("artifacts", None) or {})}
     run_options = RunOptions.of(artifacts=artifacts or None, **options)
@@ -321,6 +322,21 @@ async def resume(
             model.skip_to(position)
     ctx.resumed = Resumption(shape, waiting, decisions)
     return await execute(current, messages, ctx)
+
+
+def _check_sub_agents(shape: StateShape, agents: dict[str, Agent]) -> None:
+    """A `UserError` unless each kept sub-agent is one its caller's tool of that name runs."""
+    names = {shape.path: shape.agent, **{p: s.agent for p, s in shape.sub_agents.items()}}
+    for path, sub in shape.sub_agents.items():
+        parent, _, tool_name = path.rpartition("/")
+        caller = agents.get(names.get(parent, ""))
+        tool = caller.tool_map().get(tool_name) if caller is not None else None
+        runs = {agent.name for _, agent in tool.sub_agents()} if tool is not None else set()
+        if sub.agent not in runs:
+            raise UserError(
+                f"resume(): the state's sub_agents.{path} is not a sub-agent: the tool "
+                f"{tool_name!r} of {names.get(parent)!r} does not run {sub.agent!r}."
+            )
 
 
 def _carry_approvals(ctx: RunContext, shape: StateShape) -> None:
