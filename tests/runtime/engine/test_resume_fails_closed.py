@@ -15,6 +15,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import agentnb as a
 from agentnb.runtime.data.run_state import seal
@@ -537,3 +539,83 @@ def test_deps_and_artifacts_reach_the_resumed_calls_as_in_run():
     result = a.run_sync(a.resume(agent, state, True, deps={"db": 1}))
 
     assert result.ok and seen == [({"db": 1}, ["doc", "input"])]
+
+
+# -- any edit at all
+
+
+def _paths(value: Any, here: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON value: dict keys and list indexes, down to the leaves."""
+    found = [here]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += _paths(v, (*here, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _paths(v, (*here, i))
+    return found
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=5,
+)
+
+
+def _mutate(state: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
+    state = copy.deepcopy(state)
+    where = data.draw(st.sampled_from(_paths(state)[1:]))
+    *parents, last = where
+    holder: Any = state
+    for step in parents:
+        holder = holder[step]
+    op = data.draw(st.sampled_from(["drop", "add", "retype", "change"]))
+    current = holder[last]
+    if op == "drop":
+        del holder[last]
+    elif op == "add" and isinstance(current, dict):
+        current[data.draw(st.text(max_size=6))] = data.draw(_JSON)
+    elif op == "add" and isinstance(current, list):
+        current.append(data.draw(_JSON))
+    elif op == "retype":
+        holder[last] = data.draw(_JSON.filter(lambda v: type(v) is not type(current)))
+    else:  # a value of the same kind, changed
+        if isinstance(current, bool):
+            holder[last] = not current
+        elif isinstance(current, int):
+            holder[last] = current + data.draw(st.sampled_from([-1000, -1, 1, 7]))
+        elif isinstance(current, str):
+            holder[last] = data.draw(st.sampled_from(["", "x", current + "x", "wipe_database"]))
+        else:
+            holder[last] = data.draw(_JSON)
+    return state
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), reseal=st.booleans())
+def test_any_edit_is_refused_or_runs_only_the_call_shown_and_approved(data, reseal):
+    state, paused = paused_state()
+    shown = paused.interruptions[0]
+    edited = json.loads(json.dumps(_mutate(state, data)))
+    if reseal:
+        try:
+            edited = json.loads(json.dumps(seal(edited)))
+        except a.UserError:  # not even sealable: resume must refuse it too
+            pass
+    agent, _ = support()
+
+    try:
+        result = a.run_sync(a.resume(agent, edited, True))
+    except a.UserError:
+        assert ran == []
+        return
+    assert refunds() in ([], [shown.arguments])  # only what was shown, at most once
+    decided = [r for r in result.approvals if not r.carried]
+    assert all((r.tool, r.arguments) == (shown.tool, shown.arguments) for r in decided)
