@@ -369,6 +369,7 @@ class Resumption:
                     continue
                 ctx.preapproved[waiting.key] = Granted(waiting.tool, sent=waiting.arguments_text)
             await run_tools([call], state, ctx, turn)  # in the order of the calls
+            ctx.preapproved.pop((state.path, call.id), None)  # a grant lives for its call only
 
     def history(self, path: str, call_id: str) -> tuple[list[Message], int] | None:
         """A paused sub-agent's kept history and turns, once, for the call that ran it."""
