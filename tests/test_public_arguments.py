@@ -380,6 +380,7 @@ COVERED_ELSEWHERE = {
     "RunOptions": "test_run_options (run_sync builds one from its keywords)",
     "run_sync": "test_run_options",
     "resume": "test_pause_resume",
+    "RunState": "test_resume_fails_closed (result.to_state() makes one)",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
 }

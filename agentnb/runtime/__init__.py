@@ -24,6 +24,7 @@ from .data.hooks import Hooks
 from .data.options import RunOptions
 from .data.outcome import ToolOutcome
 from .data.result import RunResult
+from .data.run_state import RunState
 from .data.transfer import Transfer
 from .engine.agent_tool import AgentTool
 from .engine.blocking import main_thread_blocked, run_sync
@@ -47,6 +48,7 @@ __all__ = [
     "LogRecorded",
     "Hooks",
     "Interruption",
+    "RunState",
     "MessageOutput",
     "PartialOutput",
     "Limits",

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ..agents.agent import Agent
     from .approvals import ApprovalRecord, Interruption
     from .context import RunContext
+    from .run_state import RunState
 
 
 @dataclass(frozen=True)
@@ -105,12 +106,14 @@ class RunResult:
         """For a paused run (``approver="pause"``): the calls waiting for approval."""
         return list(self.context.interruptions) if self.context is not None else []
 
-    def to_state(self) -> dict[str, Any]:
-        """A paused run's state, JSON-able: ``agentnb.resume(agent, state, approvals)`` goes
-        on from it, in this process or another (see `agentnb.runtime.engine.resume`)."""
+    def to_state(self, key: str | bytes | None = None) -> RunState:
+        """A paused run's state, JSON-able and sealed: ``agentnb.resume(agent, state,
+        approvals)`` goes on from it, in this process or another (see
+        `agentnb.runtime.engine.resume`). With ``key`` it is signed (HMAC-SHA256), and resume
+        needs the same key: keep the key apart from the state."""
         from ..engine.resume import run_state
 
-        return run_state(self)
+        return run_state(self, key)
 
     def to_input_list(self) -> list[Message]:
         """The conversation so far (the user's input, the answering agent's messages, its tool

@@ -42,6 +42,9 @@ class AgentRun:
     """Running size and token sums over ``messages``: a turn measures only what is new."""
     watchers: Watchers | None = field(default=None, repr=False)
     """What watches this agent (a stream, hooks); None when nothing does. Set as it starts."""
+    resumed_at: int | None = None
+    """For an agent going on from a paused run: the turn it had reached, whose tool calls the
+    resumed run answered. Its next turn is the one after, as after any turn that called tools."""
 
 
 def discard(active: list[AgentRun], state: AgentRun) -> None:

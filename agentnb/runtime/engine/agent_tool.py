@@ -304,7 +304,7 @@ class AgentTool(BaseTool):
             budgets = (*budgets, budget)
         state = AgentRun(
             agent,
-            resumed_history(ctx, path) or [Message.user(admitted.text)],
+            resumed_history(ctx, path, tcx.call_id) or [Message.user(admitted.text)],
             depth,
             path,
             (*caller.lineage, agent),
@@ -315,14 +315,14 @@ class AgentTool(BaseTool):
         trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
         status, failure = "ok", None
         try:
-            await answer_pending(state, ctx)  # a resumed run: the calls it was waiting on
-            await within(agent_loop(state, ctx, self.max_turns or agent.max_turns), self.timeout)
+            turns = self.max_turns or agent.max_turns
+            await within(_resumed_then_loop(state, ctx, turns), self.timeout)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 status = "cancelled"
                 raise
             if isinstance(exc, RunPaused):
-                keep_paused(ctx, state)
+                keep_paused(ctx, state, tcx.call_id)
             if ends_the_run(exc, self.propagate_guardrails):
                 status = "error"
                 raise
@@ -427,3 +427,10 @@ class AgentTool(BaseTool):
 
     def __repr__(self) -> str:
         return f"AgentTool({self.name!r} -> {self.agent.name!r})"
+
+
+async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+    """The sub-agent's loop; in a resumed run, first the calls it was waiting on (within the
+    tool's timeout, like the rest)."""
+    await answer_pending(state, ctx)
+    return await agent_loop(state, ctx, max_turns)

@@ -190,7 +190,8 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         root_span, raised = trace.spans[-1], exc.error
     messages = _initial_messages(input, ctx)
     ctx.inputs = tuple(messages)
-    state = AgentRun(agent, messages, 0, agent.name, (agent,), root_span)
+    path = agent.name if ctx.resumed is None else ctx.resumed.path  # resumed after a handoff
+    state = AgentRun(agent, messages, 0, path, (agent,), root_span)
     if ctx.limits.max_tokens is not None:
         state.budgets = (TokenBudget(ctx.limits.max_tokens, "the run", fatal=True),)
     ctx.root = state
@@ -201,12 +202,10 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     try:
         if raised is not None:
             raise CallbackRaised(raised)
-        if ctx.resumed is not None:  # agentnb.resume: the calls the pause left, decided
-            await ctx.resumed(state, ctx)
         timeout = ctx.limits.timeout
         try:
             turns = ctx.max_turns or agent.max_turns
-            output = await within(agent_loop(state, ctx, turns), timeout)
+            output = await within(_resumed_then_loop(state, ctx, turns), timeout)
         except DeadlinePassed:
             raise RunTimeout(
                 f"The run did not finish within its timeout of {timeout:g} s."
@@ -231,6 +230,14 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         except CallbackRaised as exc:  # the run's on_event raised at its end
             result = build_result(ctx, None, exc.error)
     return result
+
+
+async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+    """The agent's loop; in a resumed run, first the calls the pause left, decided (within the
+    run's timeout, like the rest)."""
+    if ctx.resumed is not None:
+        await ctx.resumed(state, ctx)
+    return await agent_loop(state, ctx, max_turns)
 
 
 def _finish(
@@ -398,7 +405,11 @@ async def _turns(
         if agent.input_guardrails
         else None
     )
-    for turn in range(1, max_turns + 1):
+    first = 1
+    if state.resumed_at is not None:  # the resumed turn called tools: go on as after one
+        first, state.resumed_at = state.resumed_at + 1, None
+        settings = after_tool_calls(settings)
+    for turn in range(first, max_turns + 1):
         state.turns = turn
         request = ModelRequest(
             system, list(state.messages), specs, schema, agent.name, settings=settings
