@@ -19,7 +19,8 @@ the tool's JSON schema). What it does differently, each a fault of the stock for
 - **bounded and seeded**: every completion is bounded by the request's ``max_tokens`` (or
   `DEFAULT_LIMIT`; the stock format asks for none on its tool-choice steps, and a small model
   writing whitespace into a JSON grammar runs until the context is full), and the request's
-  ``seed`` reaches every completion's sampler (the stock format drops it).
+  ``seed`` reaches every completion's sampler (the stock format drops it), on a prompt
+  evaluated from scratch, so that a seeded request repeats exactly.
 
 Set ``AGENTNB_LOG_PROMPTS=1`` in the server's environment to have each prompt written to its
 output as one ``agentnb-prompt {json}`` line: what the server tokenized, for tests and audits.
@@ -176,6 +177,10 @@ class Completions:
         if os.environ.get("AGENTNB_LOG_PROMPTS") == "1":
             print(PROMPT_LOG + json.dumps({"prompt": prompt}), file=sys.stderr, flush=True)
         options = {**self.sampling, **over}
+        if options.get("seed") is not None:
+            # evaluated from scratch: reusing the cached prefix of an earlier prompt changes
+            # the logits in their last digits, enough to change a sampled token
+            self.llama.reset()
         return self.llama.create_completion(
             prompt=prompt, stop=stop, grammar=grammar, stream=stream, max_tokens=self.limit,
             **options,
