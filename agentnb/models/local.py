@@ -61,6 +61,7 @@ the model's own markup (ChatML or Gemma's), tool calls answered as ``tool_calls`
 results shown, every completion bounded and seeded. Pass one of llama-cpp-python's own
 (``chat_format="chatml-function-calling"``) for another model family."""
 
+
 class MissingExtra(UserError):
     """The ``[local]`` extra is not installed: one line, in a notebook too."""
 
