@@ -70,7 +70,7 @@ def reached_and_answered(result: a.RunResult) -> tuple[bool, bool]:
     return reached, answered
 
 
-@pytest.mark.parametrize(("temperature", "seed"), [(0.0, 7), (0.7, 1), (0.7, 2)])
+@pytest.mark.parametrize(("temperature", "seed"), [(0.0, 7), (0.7, 1)])
 def test_forced_the_coordinator_reaches_both_reviewers_and_answers(local_server, temperature, seed):
     settings = a.ModelSettings(temperature=temperature, seed=seed, max_tokens=80)
     result = a.run_sync(coordinator(local_server.model, settings, True, 4), CLAUSE)
