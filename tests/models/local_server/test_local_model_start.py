@@ -160,7 +160,7 @@ def test_a_model_is_named_or_given_by_path(tmp_path):
     assert given.path == file.resolve() and given.known is None
     with pytest.raises(a.UserError, match=r"no such file.*smollm2-135m, gemma3-270m"):
         a.local_model("gemma-3")
-    with pytest.raises(a.UserError, match=r"no such file"):
+    with pytest.raises(a.UserError, match=r"names no home folder"):
         a.local_model("~nosuchuser0/model.gguf")
 
 
