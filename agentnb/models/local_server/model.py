@@ -261,6 +261,7 @@ class LocalModel:
         self.base_url: str | None = None
         self.startup_s: float | None = None
         """Seconds the last `start` took, from launch to the first answer."""
+        self._added: int | None = None
         self.command: list[str] = []
         """The command line of the last `start` (the server's options)."""
         self._process: subprocess.Popen[bytes] | None = None
@@ -369,6 +370,7 @@ class LocalModel:
             self._log = None
         self.model = None
         self.base_url = None
+        self._added = None
 
     @property
     def running(self) -> bool:
@@ -399,7 +401,19 @@ class LocalModel:
 
     def count_tokens(self, text: str) -> int:
         """The tokens of ``text`` in the model's own vocabulary, from the server's tokenize
-        endpoint (``/extras/tokenize/count``): what the chat template adds is not in it."""
+        endpoint (``/extras/tokenize/count``): what the chat template adds is not in it, nor
+        the start-of-text token a model's tokenizer adds to every text (`added_tokens`)."""
+        return self._count(text) - self.added_tokens
+
+    @property
+    def added_tokens(self) -> int:
+        """Tokens the server's tokenizer adds to every text it counts (Gemma's start-of-text
+        token: 1; SmolLM2: 0); a prompt is billed with them."""
+        if self._added is None:
+            self._added = self._count("")
+        return self._added
+
+    def _count(self, text: str) -> int:
         if self.base_url is None:
             raise UserError("count_tokens needs the server running: start() it first")
         root = self.base_url.removesuffix("/v1")

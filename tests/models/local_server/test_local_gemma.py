@@ -27,7 +27,8 @@ def test_gemma_reads_its_own_turns_with_the_system_text_in_the_first_user_turn(g
         f"<start_of_turn>user\n{SYSTEM}\n\n{QUESTION}<end_of_turn>\n<start_of_turn>model\n"
     )
     row = result.calls.iloc[0]
-    assert row["provider_tokens_in"] == gemma_server.count_tokens(prompt)
+    assert gemma_server.added_tokens == 1  # its start-of-text token, on every prompt
+    assert row["provider_tokens_in"] == gemma_server.count_tokens(prompt) + 1
 
 
 def test_gemma_is_counted_with_its_own_tokenizer(gemma_server, local_server):
@@ -38,10 +39,10 @@ def test_gemma_is_counted_with_its_own_tokenizer(gemma_server, local_server):
 
     assert str(row["tokens_method"]).startswith("server")
     texts = gemma_server.count_tokens(SYSTEM) + gemma_server.count_tokens(QUESTION)
-    assert abs(row["tokens_in"] - texts) <= 2  # the start-of-text tokens taken off each count
-    assert gemma_server.count_tokens(QUESTION) != local_server.count_tokens(QUESTION) or (
-        gemma_server.count_tokens(SYSTEM) != local_server.count_tokens(SYSTEM)
-    )
+    assert row["tokens_in"] == texts  # the start-of-text token taken off each count
+    texts = ["Zuverlässigkeit: 99,95 % – naïve façade", "服务水平协议", "    indented\n\tcode()"]
+    gemma = [gemma_server.count_tokens(t) for t in texts]
+    assert gemma != [local_server.count_tokens(t) for t in texts]  # another vocabulary
     assert row["provider_tokens_in"] > row["tokens_in"]  # the template, billed beyond the texts
 
 

@@ -230,6 +230,7 @@ def test_the_model_reads_the_messages_text_and_is_billed_for_exactly_that(local_
         f"<|im_start|>user\n{QUOTED}<|im_end|>\n<|im_start|>assistant\n"
     )
     assert "&#34;" not in prompt and "&amp;" not in prompt
+    assert local_server.added_tokens == 0
     assert result.calls.iloc[0]["provider_tokens_in"] == local_server.count_tokens(prompt)
 
 
