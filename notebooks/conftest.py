@@ -14,7 +14,8 @@ REAL_MODEL_NOTEBOOKS = ("12_real_local_model.ipynb",)
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = None
-    if missing_packages() and os.environ.get(REQUIRE_ENV) != "1":
+    missing = missing_packages() or missing_packages("gemma3-270m")
+    if missing and os.environ.get(REQUIRE_ENV) != "1":
         skip = pytest.mark.skip(reason=TESTS_HINT)
     for item in items:
         if item.path.name in REAL_MODEL_NOTEBOOKS:

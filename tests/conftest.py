@@ -110,11 +110,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line("not tested here: " + "; ".join(parts))
 
 
-@pytest.fixture(scope="session")
-def local_server():
-    """llama.cpp's server with SmolLM2-135M-Instruct, started once (through
-    `agentnb.local_model`) for every test that needs it, stopped at the session's end."""
-    missing = missing_packages()
+def _started(model: str):
+    missing = missing_packages(model)
     if missing:
         message = f"{LOCAL_HINT} (missing: {', '.join(missing)})"
         if os.environ.get(REQUIRE_ENV) == "1":
@@ -122,7 +119,24 @@ def local_server():
         pytest.skip(LOCAL_HINT)
     import agentnb
 
-    server = agentnb.local_model(max_retries=0)
+    server = agentnb.local_model(model, max_retries=0, log_prompts=True)
     server.start()
+    return server
+
+
+@pytest.fixture(scope="session")
+def local_server():
+    """llama.cpp's server with SmolLM2-135M-Instruct, started once (through
+    `agentnb.local_model`) for every test that needs it, stopped at the session's end; it
+    logs every prompt it tokenizes (``server.prompts()``)."""
+    server = _started("smollm2-135m")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gemma_server():
+    """The same with Gemma 3 270M (``local_model("gemma3-270m")``)."""
+    server = _started("gemma3-270m")
     yield server
     server.stop()

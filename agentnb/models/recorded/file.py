@@ -77,6 +77,10 @@ class _Strict(BaseModel):
 class Header(_Strict):
     agentnb_recording: int
     model: str
+    tokenizer: str | None = None
+    """How the recorded model's texts are counted (`agentnb.models.local_server.tokenizer`): an encoding's name, or
+    ``provider`` (a server's tokenizer, gone when the recording is replayed: the recorded
+    usage is the count)."""
 
 
 class ToolCallRecord(_Strict):

@@ -73,6 +73,12 @@ def _path(path: object, caller: str) -> Path:
     return Path(path)
 
 
+def _replayed_tokenizer(tokenizer: Any) -> str:
+    """What a replay counts with: the recorded model's encoding, or the recorded usage
+    (``provider``) for a server's tokenizer, which will not be there to ask."""
+    return tokenizer if isinstance(tokenizer, str) and tokenizer != "server" else "provider"
+
+
 class Recorder:
     """A model client that passes every request to ``model`` and writes the call down."""
 
@@ -87,7 +93,9 @@ class Recorder:
             raise UserError(f"{str(path)!r} is a directory; record() writes a file: give its path")
         path.parent.mkdir(parents=True, exist_ok=True)
         if not append or not path.exists() or path.stat().st_size == 0:
-            header = {"agentnb_recording": FORMAT_VERSION, "model": self.name}
+            header: dict[str, Any] = {"agentnb_recording": FORMAT_VERSION, "model": self.name}
+            if self.tokenizer is not None:
+                header["tokenizer"] = _replayed_tokenizer(self.tokenizer)
             path.write_text(dumps(header) + "\n", encoding="utf-8")
 
     async def request(self, request: ModelRequest) -> ModelResponse:
@@ -186,6 +194,8 @@ class Replay:
         header, calls = read(path)
         self.path = path
         self.name = name or header.model or "replay"
+        self.tokenizer = header.tokenizer
+        """How the recorded model was counted (None: by its name, as any client)."""
         self.requests: list[ModelRequest] = []
         self._entries = [_Entry(line, call) for line, call in calls]
         self._by_request: dict[str, deque[_Entry]] = {}

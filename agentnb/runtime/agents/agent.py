@@ -318,6 +318,10 @@ class Agent:
                 instead of becoming ``ERROR: ...`` text for the caller.
             is_enabled (bool | Callable): ``False`` or ``fn(ctx, agent) -> bool`` (asked each
                 time the calling agent starts) to offer the tool only in some runs.
+            by_handle (bool | None): Whether the default input offers document handles
+                (``artifacts``, an enum of the run's handles): None (the default) when the run
+                holds a document beyond its input, True always (the input itself by its handle
+                ``input`` included), False never.
 
         Raises:
             UserError: an option has a value it does not accept.

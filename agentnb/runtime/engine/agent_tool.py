@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypedDict, Union, Unpack
 
 from pydantic import BaseModel, Field
@@ -28,7 +28,7 @@ from ...errors import (
     RunPaused,
     UserError,
 )
-from ...models.types import Message
+from ...models.types import Message, ToolSpec
 from ...trace.tokens import preload
 from ...words import plural
 from ..data.context import RunContext, TokenBudget
@@ -38,6 +38,7 @@ from ..data.result import RunResult
 from ..data.state import AgentRun, discard
 from ..guards.approval import ask_approval, check_needs_approval
 from ..guards.tool_guardrails import check_tool_guardrails
+from ..tools import handles
 from ..tools.context import ToolCallContext
 from ..tools.enabled import check_is_enabled
 from ..tools.function import (
@@ -56,25 +57,17 @@ if TYPE_CHECKING:
 
 
 class SubAgentInput(BaseModel):
+    """What a call of a sub-agent's default input is validated against; the schema the model
+    is shown is `.handles`' (its ``artifacts`` offered only where there is a document)."""
+
     input: str = Field(description="The task.")
     artifacts: list[str] = Field(
         default_factory=list, description="Document handles to attach; never paste documents."
     )
 
 
-def _conventional_order(node: Any) -> Any:
-    """A schema with its keys in the order models are usually shown (``type`` first, the
-    description after the structure), so the default spec reads, and is sent, as it always was
-    (recordings match requests by their JSON text)."""
-    order = ("type", "properties", "items", "description", "required")
-    if isinstance(node, dict):
-        keys = sorted(node, key=lambda k: order.index(k) if k in order else len(order))
-        return {k: _conventional_order(node[k]) for k in keys}
-    return node
-
-
-_DEFAULT_SCHEMA = _conventional_order(clean_schema(SubAgentInput.model_json_schema()))
-"""The default ``{input, artifacts}`` parameters, generated from `SubAgentInput`."""
+_INPUT_ONLY = {handles.INPUT: ""}
+"""The documents of a run that has only its input: what `spec` (outside a run) describes."""
 
 
 NeedsApproval = Union[bool, Callable[..., Union[bool, Awaitable[bool]]]]  # noqa: UP007
@@ -98,6 +91,7 @@ class AsToolOptions(TypedDict, total=False):
     output_guardrails: Sequence[Callable[..., Any]] | None
     propagate_guardrails: bool
     is_enabled: Any
+    by_handle: bool | None
 
 
 AS_TOOL_KEYWORDS = frozenset(AsToolOptions.__annotations__)
@@ -154,6 +148,13 @@ class AgentTool(BaseTool):
     propagate_guardrails: bool = False
     """A guardrail tripped inside the sub-agent ends the whole run instead of becoming
     ``ERROR: ...`` text for the caller."""
+    by_handle: bool | None = None
+    """Whether the default input offers document handles (``artifacts``): None when the run
+    holds a document beyond its input, True always (the input by its handle ``input``
+    included), False never. See `.handles`."""
+    _run_specs: dict[tuple[str, ...], ToolSpec] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     approval_here: ClassVar[bool] = False  # asked in admit(), after the depth and path guards
 
@@ -181,6 +182,7 @@ class AgentTool(BaseTool):
         extractor = options.get("extractor")
         needs_approval = options.get("needs_approval", False)
         propagate_guardrails = options.get("propagate_guardrails", False)
+        by_handle = handles.check_by_handle(options.get("by_handle"), "as_tool")
         checks.text(name, "as_tool(name=...)", optional=True)
         checks.text(description, "as_tool(description=...)", optional=True)
         tool_name = name or re.sub(r"[^a-z0-9_]+", "_", agent.name.lower()).strip("_") or "agent"
@@ -222,7 +224,9 @@ class AgentTool(BaseTool):
                 f"got {propagate_guardrails!r}"
             )
         parameters = (
-            clean_schema(input_schema.model_json_schema()) if input_schema else _DEFAULT_SCHEMA
+            clean_schema(input_schema.model_json_schema())
+            if input_schema
+            else handles.sub_agent_parameters(handles.offered(_INPUT_ONLY, by_handle))
         )
         text = description or agent.description or f"Ask the {agent.name} agent."
         return cls(
@@ -241,12 +245,27 @@ class AgentTool(BaseTool):
             input_guardrails=guards[0],
             output_guardrails=guards[1],
             propagate_guardrails=propagate_guardrails,
+            by_handle=by_handle,
             is_enabled=check_is_enabled(options.get("is_enabled", True), "as_tool"),
         )
 
     def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
         """The one agent this tool runs."""
         return ((None, self.agent),)
+
+    def spec_for(self, ctx: RunContext) -> ToolSpec:
+        """The spec with the run's document handles as an enum, or with no ``artifacts``
+        parameter when there is nothing to route (see `.handles`); an ``input_schema``'s as is."""
+        if self.input_schema is not None:
+            return self.spec
+        offered = handles.offered(ctx.artifacts, self.by_handle)
+        spec = self._run_specs.get(offered)
+        if spec is None:
+            if len(self._run_specs) > 64:  # runs with ever new document names
+                self._run_specs.clear()
+            parameters = handles.sub_agent_parameters(offered)
+            spec = self._run_specs[offered] = ToolSpec(self.name, self.description, parameters)
+        return spec
 
     async def invoke(self, arguments: dict[str, Any], tcx: ToolCallContext) -> ToolOutcome:
         """Admit the call, run the sub-agent, report to the caller (see the class docstring)."""

@@ -379,7 +379,7 @@ async def _turns(
     agent = state.agent
     model = model_client(agent, ctx.default_model)
     tools = await enabled_tools(agent.tool_map(), ctx, agent)
-    specs = [t.spec for t in tools.values()]
+    specs = [t.spec_for(ctx) for t in tools.values()]
     structured = agent.output_adapter()
     schema = structured.schema if structured else None
     system = (

@@ -11,19 +11,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ... import checks
 from ...errors import UserError
+from ...models.types import ToolSpec
 from ..data.outcome import ToolOutcome
 from ..guards.tool_guardrails import invoke_checked
+from ..tools import handles
 from ..tools.context import ToolCallContext
 from ..tools.function import BaseTool
 from .agent_tool import AgentTool
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
+    from ..data.context import RunContext
 
 
 @dataclass(eq=False)
@@ -31,6 +34,24 @@ class TeamTool(BaseTool):
     """`agentnb.team`'s result: one tool that hands a task to the member it names."""
 
     members: tuple[AgentTool, ...] = ()
+    by_handle: bool | None = None
+    """Whether the members' input offers document handles; see `AgentTool.by_handle`."""
+    _run_specs: dict[tuple[str, ...], ToolSpec] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+
+    def spec_for(self, ctx: RunContext) -> ToolSpec:
+        """The spec with the run's document handles as an enum, or without ``artifacts``
+        when there is nothing to route (see `.handles`)."""
+        offered = handles.offered(ctx.artifacts, self.by_handle)
+        spec = self._run_specs.get(offered)
+        if spec is None:
+            if len(self._run_specs) > 64:  # runs with ever new document names
+                self._run_specs.clear()
+            names = [m.name for m in self.members]
+            parameters = _schema(names, offered)
+            spec = self._run_specs[offered] = ToolSpec(self.name, self.description, parameters)
+        return spec
 
     def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
         """Each member's agent, with the member name that picks it."""
@@ -64,6 +85,7 @@ def team(
     *,
     name: str = "consult",
     description: str | None = None,
+    by_handle: bool | None = None,
 ) -> TeamTool:
     """Put several agents behind one tool: ``{"member": "legal", "input": ..., "artifacts": [...]}``.
 
@@ -75,12 +97,16 @@ def team(
         name: the tool's name, as the caller's model sees it.
         description: what the model reads about the tool; by default each member's name and
             description, one per line (once, when all members share one description).
+        by_handle: whether the members' input offers document handles (``artifacts``, an
+            enum of the run's handles): None when the run holds a document beyond its input,
+            True always (the input by its handle ``input`` included), False never.
     """
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
         raise UserError(
             f"team(name={name!r}) is not a usable tool name: letters, digits, _ or -, at most 64."
         )
     checks.text(description, "team(description=...)", optional=True)
+    handles.check_by_handle(by_handle, "team")
     if not isinstance(members, (list, tuple)):
         raise checks.fail("team(members)", "a list of Agents or agent.as_tool(...) tools", members)
     tools = tuple(_as_member(m) for m in members)
@@ -94,7 +120,8 @@ def team(
             "Name them with agent.as_tool(name=...)."
         )
     text = description or _describe(tools)
-    return TeamTool(name, text, _schema(names), members=tools)
+    parameters = _schema(names, handles.offered({handles.INPUT: ""}, by_handle))
+    return TeamTool(name, text, parameters, members=tools, by_handle=by_handle)
 
 
 def _describe(tools: Sequence[AgentTool]) -> str:
@@ -121,18 +148,10 @@ def _as_member(item: Any) -> AgentTool:
     return tool
 
 
-def _schema(names: list[str]) -> dict[str, Any]:
-    """The team's parameters: the member, then the default sub-agent input."""
-    return {
-        "type": "object",
-        "properties": {
-            "member": {"enum": names},
-            "input": {"type": "string", "description": "The task."},
-            "artifacts": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": "Document handles to attach; never paste documents.",
-            },
-        },
-        "required": ["member", "input"],
-    }
+def _schema(names: list[str], offered: tuple[str, ...]) -> dict[str, Any]:
+    """The team's parameters: the member, then the default sub-agent input (with the
+    ``offered`` handles)."""
+    properties: dict[str, Any] = {"member": {"enum": names}, "input": dict(handles.TASK)}
+    if offered:
+        properties["artifacts"] = handles.handles_property(offered)
+    return {"type": "object", "properties": properties, "required": ["member", "input"]}

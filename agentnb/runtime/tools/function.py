@@ -35,6 +35,7 @@ from .schema import arguments_model, clean_schema, parse_docstring
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
+    from ..data.context import RunContext
 
 DEFAULT_MAX_RESULT_CHARS = 20_000
 APPROVAL_FORMS = (("ctx", "arguments"), ("pending",))
@@ -83,6 +84,11 @@ class BaseTool(ABC):
         if self._spec is None:
             self._spec = ToolSpec(self.name, self.description, self.parameters)
         return self._spec
+
+    def spec_for(self, ctx: RunContext) -> ToolSpec:
+        """What the model is told about this tool in the run ``ctx``: `spec`, except for a
+        sub-agent's tool, whose document handles are the run's (see `.handles`)."""
+        return self.spec
 
     def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
         """The agents a call of this tool may run, each with the team member name that picks

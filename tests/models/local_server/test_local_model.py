@@ -211,3 +211,81 @@ def _request(agent: a.Agent, text: str) -> a.ModelRequest:
         messages=[a.Message("user", text)],
         agent=agent.name,
     )
+
+
+# -- what the model reads is what the trace shows
+
+
+QUOTED = 'Is "100%" availability <reasonable> & fair? Quote the word "refund".'
+
+
+def test_the_model_reads_the_messages_text_and_is_billed_for_exactly_that(local_server):
+    agent = a.Agent("reviewer", 'Answer as "Reviewer".', local_server.model, model_settings=EXACT)
+    result = a.run_sync(agent, QUOTED)
+
+    assert result.ok, result.error
+    prompt = local_server.prompts()[-1]  # what the server tokenized, read from its log
+    assert prompt == (
+        f'<|im_start|>system\nAnswer as "Reviewer".<|im_end|>\n'
+        f"<|im_start|>user\n{QUOTED}<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert "&#34;" not in prompt and "&amp;" not in prompt
+    assert local_server.added_tokens == 0
+    assert result.calls.iloc[0]["provider_tokens_in"] == local_server.count_tokens(prompt)
+
+
+def test_a_tool_result_with_quotes_reaches_the_model_unescaped(local_server):
+    @a.tool
+    def lookup(term: str) -> str:
+        """Look a term up.
+
+        Args:
+            term: The term.
+        """
+        return 'SLA: "a measured service level" & <capped> credits'
+
+    model = ForceEachTool(local_server.model)
+    agent = a.Agent("reviewer", SYSTEM, model, [lookup], model_settings=EXACT, max_turns=3)
+    result = a.run_sync(agent, "Look up 'SLA'.")
+
+    assert result.ok, result.error
+    second = local_server.prompts()[-1]
+    arguments = result.messages[1].tool_calls[0].arguments
+    assert f"functions.lookup:\n{arguments}<|im_end|>" in second  # as the trace has it
+    assert (
+        'Result of functions.lookup:\nSLA: "a measured service level" & <capped> credits' in second
+    )
+    assert result.calls.iloc[1]["provider_tokens_in"] == local_server.count_tokens(second)
+
+
+def test_a_seeded_answer_at_temperature_0_7_repeats_exactly(local_server):
+    def answers(seed: int) -> list[str]:
+        settings = a.ModelSettings(temperature=0.7, seed=seed, max_tokens=24)
+        agent = a.Agent("r", SYSTEM, local_server.model, model_settings=settings)
+        return [a.run_sync(agent, "Name a risk of this clause.").output for _ in range(3)]
+
+    first, other = answers(11), answers(12)
+    assert len(set(first)) == 1, first  # one seed, one answer
+    assert first[0] != other[0] or len(set(other)) == 1  # and the seed is what decides it
+
+
+def test_parallel_streams_all_finish_and_the_queue_shows_as_waiting(local_server):
+    settings = a.ModelSettings(temperature=0.0, seed=7, max_tokens=16)
+    reviewers = [
+        a.Agent(f"r{i}", SYSTEM, local_server.model, model_settings=settings) for i in range(3)
+    ]
+    calls = [a.tool_call(f"r{i}", input=QUESTION) for i in range(3)]
+    coordinator = a.Agent("c", "Ask all.", a.ScriptedModel([calls, "Done."]), reviewers)
+
+    events = list(a.stream_sync(coordinator, "Review."))
+    result = events[-1].result
+
+    assert result.ok, result.error
+    subs = result.calls[result.calls["depth"] == 1]
+    assert len(subs) == 3 and (subs["status"] == "ok").all()  # none cut off by another
+    assert all(
+        isinstance(m.content, str) and m.content for m in result.messages if m.role == "tool"
+    )
+    # one slot: the client sends one request at a time, and the others wait where it is seen
+    assert local_server.model.max_concurrency == local_server.slots == 1
+    assert (subs["wait_s"] > 0).sum() >= 2

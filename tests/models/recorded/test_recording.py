@@ -207,3 +207,25 @@ def test_bad_arguments_are_user_errors(tmp_path):
         a.replay(bad)
     with pytest.raises(a.UserError, match="model client"):
         a.record(object(), tmp_path / "x.jsonl")  # type: ignore[arg-type]
+
+
+def test_a_replay_counts_tokens_as_the_recorded_model_did(tmp_path):
+    from agentnb.trace import tokens
+
+    model = a.ScriptedModel(["An answer."], name="local-model")
+    model.tokenizer = "provider"  # as a client whose provider's usage is the count
+    path = tmp_path / "r.jsonl"
+    a.run_sync(a.Agent("r", "Be brief.", a.record(model, path)), "Hello.")
+    replayed = a.replay(path)
+
+    assert replayed.tokenizer == "provider"
+    assert tokens.tokenizer(replayed) == tokens.tokenizer(model)
+
+
+def test_a_server_tokenizer_is_replayed_as_the_recorded_usage(tmp_path):
+    model = a.ScriptedModel(["An answer."], name="local-model")
+    model.tokenizer = object()  # a server's tokenizer: not there at replay time
+    path = tmp_path / "r.jsonl"
+    a.run_sync(a.Agent("r", "Be brief.", a.record(model, path)), "Hello.")
+
+    assert a.replay(path).tokenizer == "provider"

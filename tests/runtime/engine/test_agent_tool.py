@@ -373,20 +373,20 @@ async def test_a_failing_sub_agent_is_reported_and_depth_is_restored():
 # -- the tool spec and construction mistakes ----------------------------------------------------
 
 
-def test_default_tool_spec_is_short_and_asks_for_handles():
-    tool = a.Agent(
-        "legal", "Legal review.", a.ScriptedModel([]), description="Civil law."
-    ).as_tool()
+def test_default_tool_spec_is_short_and_offers_handles_only_when_asked():
+    agent = a.Agent("legal", "Legal review.", a.ScriptedModel([]), description="Civil law.")
+    tool = agent.as_tool()
 
-    spec = tool.spec
+    spec = tool.spec  # outside a run: a run with only its input, nothing to route
     assert (spec.name, spec.description) == ("legal", "Civil law.")
-    assert set(spec.parameters["properties"]) == {"input", "artifacts"}
+    assert set(spec.parameters["properties"]) == {"input"}
     assert spec.parameters["required"] == ["input"]
-    artifacts = spec.parameters["properties"]["artifacts"]
-    assert artifacts["items"] == {"type": "string"}
-    assert "handle" in artifacts["description"] and "never paste" in artifacts["description"]
     # it is resent on every turn of the caller: keep it small
     assert len(json.dumps(spec.as_dict(), separators=(",", ":"))) < 300
+
+    by_handle = agent.as_tool(by_handle=True).spec.parameters["properties"]["artifacts"]
+    assert by_handle["items"] == {"type": "string", "enum": ["input"]}
+    assert "handle" in by_handle["description"] and "never paste" in by_handle["description"]
 
 
 @pytest.mark.parametrize(

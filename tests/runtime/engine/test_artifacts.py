@@ -116,3 +116,82 @@ async def test_bad_artifacts_raise_user_error_before_the_run(artifacts, message)
     with pytest.raises(a.UserError, match=message):
         a.run_sync(coordinator, "x", artifacts=artifacts)
     assert coordinator.model.requests == []
+
+
+# -- which handles a sub-agent's tool offers: what the caller's model is shown, run by run
+
+
+def _shown(request: a.ModelRequest, name: str) -> dict:
+    (spec,) = [t for t in request.tools if t.name == name]
+    return spec.parameters
+
+
+async def test_with_only_the_input_the_tool_offers_no_handles():
+    coordinator, _ = pair(a.tool_call("legal", input=CLAUSE))
+
+    result = await a.run(coordinator, CLAUSE)
+
+    assert result.ok, result.error
+    for request in coordinator.model.requests:  # both turns: nothing to route, no parameter
+        assert set(_shown(request, "legal")["properties"]) == {"input"}
+
+
+async def test_the_handles_offered_are_an_enum_of_the_runs_documents():
+    coordinator, _ = pair(a.tool_call("legal", input="Review.", artifacts=["clause"]))
+
+    await a.run(coordinator, "Review the attached.", artifacts={"clause": CLAUSE, "annex": ANNEX})
+
+    offered = _shown(coordinator.model.requests[0], "legal")["properties"]["artifacts"]
+    assert offered["items"] == {"type": "string", "enum": ["clause", "annex"]}
+
+
+async def test_by_handle_offers_the_input_itself():
+    legal = a.Agent("legal", "Legal review.", a.ScriptedModel(["needs changes"]))
+    step = a.tool_call("legal", input="Review.", artifacts=["input"])
+    coordinator = a.Agent(
+        "coordinator", "Ask.", a.ScriptedModel([step, "Done."]), [legal.as_tool(by_handle=True)]
+    )
+
+    result = await a.run(coordinator, CLAUSE)
+
+    assert result.ok, result.error
+    offered = _shown(coordinator.model.requests[0], "legal")["properties"]["artifacts"]
+    assert offered["items"]["enum"] == ["input"]
+    assert legal.model.requests[0].last_user_text.endswith(CLAUSE)
+
+
+async def test_a_team_offers_the_runs_documents_too():
+    legal = a.Agent("legal", "Legal review.", a.ScriptedModel(["needs changes"]))
+    step = a.tool_call("consult", member="legal", input="Review.", artifacts=["clause"])
+    coordinator = a.Agent("c", "Ask.", a.ScriptedModel([step, "Done."]), [a.team([legal])])
+
+    await a.run(coordinator, "Review the attached.", artifacts={"clause": CLAUSE})
+
+    shown = _shown(coordinator.model.requests[0], "consult")["properties"]
+    assert shown["artifacts"]["items"]["enum"] == ["clause"]
+    assert legal.model.requests[0].last_user_text.endswith(CLAUSE)
+
+
+async def test_the_tool_spec_size_in_the_calls_table_is_what_was_sent():
+    import json
+
+    def spec_chars(request: a.ModelRequest) -> int:
+        (spec,) = request.tools
+        return len(json.dumps(spec.as_dict(), ensure_ascii=False, separators=(",", ":")))
+
+    with_document, _ = pair(a.tool_call("legal", input="Review.", artifacts=["clause"]))
+    attached = await a.run(with_document, "Review.", artifacts={"clause": CLAUSE})
+    input_only, _ = pair(a.tool_call("legal", input="Review."))
+    plain = await a.run(input_only, "Review.")
+
+    grown = attached.calls["chars_in_tools"].iloc[0] - plain.calls["chars_in_tools"].iloc[0]
+    sent = spec_chars(with_document.model.requests[0]) - spec_chars(input_only.model.requests[0])
+    assert grown == sent > len('"artifacts"')
+
+
+def test_by_handle_must_be_none_true_or_false():
+    legal = a.Agent("legal", "Legal review.", a.ScriptedModel([]))
+    with pytest.raises(a.UserError, match=r"by_handle=.*got 'yes'"):
+        legal.as_tool(by_handle="yes")
+    with pytest.raises(a.UserError, match="by_handle"):
+        a.team([legal], by_handle=1)
