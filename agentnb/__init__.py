@@ -167,10 +167,10 @@ _NOTEBOOK = ("RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "r
 
 def __getattr__(name: str) -> object:
     # agentnb.plot loads matplotlib: imported on first use so that `import agentnb` stays light.
-    if name == "plot":
+    if name in ("plot", "mcp"):  # agentnb.mcp: MCP servers' tools (the SDK loads when used)
         import importlib
 
-        return importlib.import_module(".plot", __name__)
+        return importlib.import_module(f".{name}", __name__)
     if name in _NOTEBOOK:  # the notebook layer loads IPython and ipywidgets: on first use too
         from . import notebook
 
@@ -323,6 +323,7 @@ __all__ = [
     "open_experiment",
     "pareto",
     "plot",
+    "mcp",
     "scenarios",
     "section_costs",
     "sweep",

@@ -19,6 +19,7 @@ from ...models.base import ModelClient
 from ...models.settings import ModelSettings, check_settings
 from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
+from ..tools.mcp import Server, check_servers
 from ..watch.hooks import check_hooks
 from .callbacks import check_callable
 from .output import OutputSpec, output_spec
@@ -95,6 +96,10 @@ class Agent:
     """``fn(ctx, output) -> output`` (sync or async), run on the final, validated output;
     raising ``agentnb.ModelRetry("why")`` makes the model try again (bounded by
     ``output_retries``). See `agentnb.runtime.agents.output_validators`."""
+    mcp_servers: Sequence[Server] = ()
+    """MCP servers (`agentnb.mcp.stdio`, `agentnb.mcp.http`) whose tools the agent is offered
+    beside ``tools``: listed when the agent starts, once per run at most; see
+    `agentnb.runtime.tools.mcp`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -130,6 +135,8 @@ class Agent:
             where = f"Agent({self.name!r}, instructions=...)"
             check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
         self.tool_map()  # fail now on duplicate or unusable tools
+        if self.mcp_servers:
+            check_servers(self.mcp_servers, f"Agent({self.name!r}, mcp_servers=...)")
 
     def _split_route(self) -> tuple[list[Any], Route | None]:
         """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``

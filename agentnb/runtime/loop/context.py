@@ -90,6 +90,12 @@ class RunContext:
     """For a resumed run: ``fn(state, ctx)`` run before the first turn (the waiting calls)."""
     paused_agents: dict[str, AgentRun] = field(default_factory=dict)
     """Sub-agents a pause went through, by path: their histories are part of the state."""
+    open_resources: dict[Any, Any] = field(default_factory=dict)
+    """What the run opened and closes when it ends, each with an async ``close()``: the
+    connections to MCP servers (`agentnb.runtime.tools.mcp`), shared by the hierarchy."""
+    session_turn: Any = None
+    """``run(session=...)``: the turn of a session this run is (`agentnb.runtime.session`),
+    which gives the history before the run and keeps the new items after it."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:
@@ -120,6 +126,8 @@ class RunContext:
             default_model=None,
             watchers=None,
             approvals=list(self.approvals),
+            open_resources={},
+            session_turn=None,
         )
 
     @property

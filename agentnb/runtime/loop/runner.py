@@ -47,6 +47,7 @@ from ..handoffs.transfer import Transfer
 from ..tools.context import ToolCallContext
 from ..tools.enabled import enabled_tools
 from ..tools.function import BaseTool, read_arguments
+from ..tools.mcp import server_tools
 from ..watch.events import (
     Watchers,
     both,
@@ -193,6 +194,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
             ) from None
     except asyncio.CancelledError:
         _finish(ctx, state, "cancelled")
+        await close_resources(ctx)
         raise
     except AgentRunError as exc:
         error = exc
@@ -202,6 +204,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     late = _finish(ctx, state, status, error)
+    await close_resources(ctx)
     result = build_result(ctx, output, error or late)
     watchers = ctx.watchers
     if watchers is not None and watchers.sink is not None:  # streamed: the last event
@@ -211,6 +214,18 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         except CallbackRaised as exc:  # the run's on_event raised at its end
             result = build_result(ctx, None, exc.error)
     return result
+
+
+async def close_resources(ctx: RunContext) -> None:
+    """Close what the run opened (MCP connections); each close is bounded, and a failure to
+    close does not change how the run ended."""
+    opened = list(ctx.open_resources.values())
+    ctx.open_resources.clear()
+    for each in opened:
+        try:
+            await each.close()
+        except Exception:  # noqa: S110 (the run is over; a server that will not close is gone)
+            pass
 
 
 def _finish(
@@ -365,6 +380,9 @@ async def _turns(
         state.span = ctx.trace.start(
             "agent", agent.name, state.span, agent=agent.name, path=state.path, depth=0
         )
+    if agent.mcp_servers:  # the MCP servers' tools, listed once per run (tools/mcp.py)
+        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span)
+        specs = [t.spec for t in tools.values()]
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
     state.watchers = watchers = watchers_for(
@@ -614,6 +632,8 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, turn: int) -> None:
     """Run ``calls`` of ``state.agent`` outside its turns (the calls a resumed run goes on with)."""
     tools = await enabled_tools(state.agent.tool_map(), ctx, state.agent)
+    if state.agent.mcp_servers:
+        tools = await server_tools(state.agent.mcp_servers, tools, ctx, state.span)
     await _run_tools(calls, tools, state, ctx, turn)
 
 
