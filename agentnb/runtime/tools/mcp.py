@@ -80,6 +80,7 @@ class Server:
     _listed: list[Any] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        _require_sdk()  # now, not in the middle of a run
         where = f"agentnb.mcp.{self.transport}(...)"
         checks.text(self.name, f"{where} name", optional=False)
         checks.positive_seconds(self.timeout, f"{where} timeout")
@@ -125,7 +126,6 @@ class Server:
 
     def connection(self) -> Connection:
         """A new, unopened connection to the server (`server_tools` opens one per run)."""
-        _require_sdk()
         return Connection(self.label, self._open_transport)
 
     def _open_transport(self, errlog: Any) -> Any:
@@ -167,9 +167,14 @@ def _async_cm(fn: Any) -> Any:
 
 
 def _require_sdk() -> None:
-    try:
-        import mcp  # noqa: F401
-    except ImportError:
+    import importlib.util
+    import sys
+
+    if "mcp" in sys.modules:
+        found = sys.modules["mcp"] is not None  # None: blocked, as an uninstalled package is
+    else:
+        found = importlib.util.find_spec("mcp") is not None
+    if not found:
         raise UserError(
             f"MCP servers need the mcp package, which is not installed: {INSTALL}"
         ) from None
