@@ -6,9 +6,10 @@ traced with what it was sent, so cost and latency become pandas tables and figur
 
 # Imports sorted by module (as ruff keeps them); __all__ below lists the names layer by layer.
 
-from . import filters
+from . import _aliases, filters  # noqa: F401  (_aliases: old module paths import, see its docstring)
 from .errors import (
     AgentnbError,
+    AgentnbWarning,
     AgentRunError,
     BudgetExceeded,
     GuardrailTripped,
@@ -30,8 +31,9 @@ from .errors import (
 from .measure import scenarios
 from .measure.caching import cache_estimate
 from .measure.critical import critical_path
-from .measure.experiment import experiment
-from .measure.pareto import pareto
+from .measure.experiments.runs import experiment
+from .measure.experiments.stored import Experiment, compare, open_experiment
+from .measure.frontier import pareto
 from .measure.prices import (
     Price,
     Prices,
@@ -39,8 +41,7 @@ from .measure.prices import (
 )
 from .measure.rounds import verifier_table
 from .measure.sections import section_costs
-from .measure.stored import Experiment, compare, open_experiment
-from .measure.sweep import sweep
+from .measure.sweeps import sweep
 from .measure.tables import (
     breakdown,
     breakdown_growth,
@@ -62,14 +63,11 @@ from .models import (
     say,
     tool_call,
 )
-from .models.anthropic import AnthropicModel
-from .models.local import LocalModel, local_model
-from .models.openai import OpenAIModel
-from .models.openai_responses import HostedTool, OpenAIResponsesModel
-from .models.recording import (
-    record,
-    replay,
-)
+from .models.local_server.model import LocalModel, local_model
+from .models.providers.anthropic.adapter import AnthropicModel
+from .models.providers.openai.adapter import OpenAIModel
+from .models.providers.openai_responses.adapter import HostedTool, OpenAIResponsesModel
+from .models.recorded.recorder import record, replay
 from .patterns import (
     ChainResult,
     FanOut,
@@ -134,9 +132,9 @@ from .runtime import (
     tool,
 )
 from .runtime.agents.settings import StopAtTools
+from .runtime.data.approvals import ApprovalRecord
 from .runtime.guards.approval import (
     Approval,
-    ApprovalRecord,
     PendingCall,
     approve_all,
     reject_all,
@@ -188,6 +186,7 @@ def load_ipython_extension(ipython: object) -> None:
 __all__ = [
     # errors
     "AgentnbError",
+    "AgentnbWarning",
     "AgentRunError",
     "BudgetExceeded",
     "GuardrailTripped",

@@ -30,7 +30,7 @@ TARGET_PER_BRANCH_US = 100.0
 
 def _parallel() -> tuple[str, Callable[[dict[str, nb.Agent], str], Awaitable[Any]]]:
     try:
-        from agentnb.patterns.parallel import parallel
+        from agentnb.patterns.fan_out import parallel
     except ImportError:
 
         async def gathered(branches: dict[str, nb.Agent], task: str) -> Any:

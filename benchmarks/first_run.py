@@ -43,7 +43,7 @@ out = {"first_s": t1, "second_s": t2, "rows_first_s": rows, "rows_second_s": row
     "sweep": """
 import asyncio
 import agentnb as nb
-from agentnb.measure.sweep import sweep
+from agentnb.measure.sweeps import sweep
 
 async def one(i):
     model = nb.ScriptedModel(["Fine."], latency=0.1)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from agentnb.models.local import REQUIRE_ENV, TESTS_HINT, missing_packages
+from agentnb.models.local_server.model import REQUIRE_ENV, TESTS_HINT, missing_packages
 
 REAL_MODEL_NOTEBOOKS = ("12_real_local_model.ipynb",)
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import agentnb as a
 from agentnb.models import Backoff
-from agentnb.runtime.loop.options import RunOptions
+from agentnb.runtime.data.options import RunOptions
 
 ANYTHING = st.one_of(
     st.none(),
@@ -182,7 +182,7 @@ def _keywords(fn: Any, *skip: str) -> list[str]:
     parameters = inspect.signature(fn).parameters
     names = [p for p in parameters if p not in skip and p != "options"]
     if "options" in parameters:
-        from agentnb.runtime.tools.agent_tool import AS_TOOL_KEYWORDS
+        from agentnb.runtime.engine.agent_tool import AS_TOOL_KEYWORDS
         from agentnb.runtime.tools.function import TOOL_KEYWORDS
 
         typed = str(parameters["options"].annotation)

@@ -49,9 +49,9 @@ from ..errors import UserError
 from ..models.scripted import FunctionModel, ScriptedModel, Step, say, tool_call
 from ..models.types import ModelRequest
 from ..runtime.agents.agent import Agent
-from ..runtime.loop.result import RunResult
-from ..runtime.loop.runner import run
-from ..runtime.tools.team import team
+from ..runtime.data.result import RunResult
+from ..runtime.engine.runner import run
+from ..runtime.engine.teams import team
 
 # -- the contract-review cost scenario ---------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """The model layer: provider-neutral types, the client protocol, scripted and real models."""
 
-from ._http import Backoff
-from ._openai_wire import ToolChoices
 from .base import ModelClient
+from .http.rules import Backoff
+from .providers.openai.wire import ToolChoices
 from .registry import model_from_spec, register_provider
 from .scripted import FunctionModel, Say, ScriptedModel, say, tool_call, usage
 from .settings import ModelSettings

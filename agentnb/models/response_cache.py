@@ -12,7 +12,7 @@ place in its run (agent path and turn) and how many identical keys came before i
 same run (identical parallel branches stay independent). It holds no API key and no
 configuration of the experiment: two configurations that send the same request at the same
 trial share one answer (common random numbers). The store behind a session lives in a higher
-layer (`agentnb.measure.store`); this module only knows the `ResponseStore` protocol.
+layer (`agentnb.measure.experiments.store`); this module only knows the `ResponseStore` protocol.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._recording_file import response_dict, settings_dict
 from .base import ModelClient
 from .canonical import dumps, request_payload
 from .deltas import StreamItem, TextChunk, ToolCallChunk, stream_of
+from .recorded.file import response_dict, settings_dict
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
 
 CACHE_EVENT = "response_cache"

@@ -22,13 +22,13 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 from ..models.types import Message
 from ..runtime.agents.agent import Agent
+from ..runtime.data.state import AgentRun
+from ..runtime.data.transfer import Transfer
 from ..runtime.handoffs.handoff import intent_message, user_message
-from ..runtime.handoffs.transfer import Transfer
-from ..runtime.loop.state import AgentRun
 
 
 class Intent(BaseModel):

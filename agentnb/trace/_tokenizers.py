@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from ..models.tokenizing import family_encoding
+from ..models.local_server.tokenizer import family_encoding
 
 Encoder = Callable[[str], int]
 

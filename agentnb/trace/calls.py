@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ..models.local_server.tokenizer import PROVIDER
 from ..models.response_cache import CACHE_EVENT
-from ..models.tokenizing import PROVIDER
 from ..models.types import Message, ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
 from .sizes import request_sizes, response_chars

@@ -13,23 +13,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack
 
+from ... import checks
 from ...errors import UserError
-from ...models import checks
 from ...models.base import ModelClient
 from ...models.settings import ModelSettings, check_settings
+from ..data.callbacks import check_callable
+from ..data.hooks import check_hooks
 from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
 from ..tools.mcp import Server, check_servers
-from ..watch.hooks import check_hooks
-from .callbacks import check_callable
 from .output import OutputSpec, output_spec
 from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
 
 if TYPE_CHECKING:
-    from ..loop.state import AgentRun
-    from ..tools.agent_tool import AgentTool, AsToolOptions
-    from ..watch.hooks import Hooks
+    from ..data.hooks import Hooks
+    from ..data.state import AgentRun
+    from ..engine.agent_tool import AgentTool, AsToolOptions
     from .prompt import PromptSection
 
 
@@ -104,6 +104,7 @@ class Agent:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise UserError("An Agent needs a non-empty name: Agent(name='reviewer', ...)")
+        self._check_instructions_and_model()
         checks.positive_int(self.max_turns, "max_turns", optional=False)
         checks.non_negative_int(self.output_retries, f"Agent({self.name!r}, output_retries=...)")
         if not isinstance(self.description, str):
@@ -137,6 +138,38 @@ class Agent:
         self.tool_map()  # fail now on duplicate or unusable tools
         if self.mcp_servers:
             check_servers(self.mcp_servers, f"Agent({self.name!r}, mcp_servers=...)")
+
+    def _check_instructions_and_model(self) -> None:
+        """Agent's order is (name, instructions, model, tools): a model given as instructions,
+        or text given as the model that is no spec, is caught here rather than at run time."""
+        order = "Agent's arguments are (name, instructions, model, tools)"
+        if hasattr(self.instructions, "request") and not callable(self.instructions):
+            raise UserError(
+                f"Agent({self.name!r}): instructions got a model client ({self.instructions!r}); "
+                f"{order}: write Agent({self.name!r}, 'You review...', model)"
+            )
+        if isinstance(self.model, str) and ":" not in self.model:
+            hint = (
+                f"; {order}: were instructions and model swapped?"
+                if not isinstance(self.instructions, str) or " " in self.model.strip()
+                else ""
+            )
+            raise UserError(
+                f"Agent({self.name!r}, model={self.model!r}): a model is a client such as "
+                "ScriptedModel([...]) or a spec string 'provider:model' such as "
+                f"'openai:gpt-4o-mini'{hint}"
+            )
+        if (
+            self.model is not None
+            and not isinstance(self.model, str)
+            and not hasattr(self.model, "request")
+        ):
+            raise checks.fail(
+                f"Agent({self.name!r}, model=...)",
+                "a model client (ScriptedModel, OpenAIModel, ...), a spec string "
+                "'provider:model', or None to take run(..., model=...)",
+                self.model,
+            )
 
     def _split_route(self) -> tuple[list[Any], Route | None]:
         """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``
@@ -249,7 +282,7 @@ class Agent:
             name: The tool's name (default: the agent's name in snake case).
             description: What the caller's model is told the tool does (default: the
                 agent's ``description``).
-            **options: The options below (`agentnb.runtime.tools.agent_tool.AsToolOptions`).
+            **options: The options below (`agentnb.runtime.engine.agent_tool.AsToolOptions`).
 
         Keyword Args:
             max_turns (int | None): The sub-agent's turn limit for calls through this tool (default: the
@@ -280,7 +313,7 @@ class Agent:
         Raises:
             UserError: an option has a value it does not accept.
         """
-        from ..tools.agent_tool import AgentTool
+        from ..engine.agent_tool import AgentTool
 
         return AgentTool.build(self, name, description, **options)
 
@@ -358,8 +391,9 @@ def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClien
         return default
     if model is None or not hasattr(model, "request"):
         raise UserError(
-            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
-            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
+            f"Agent {agent.name!r} has no model: give it one, Agent({agent.name!r}, instructions, "
+            "model) with ScriptedModel([...]), OpenAIModel('gpt-4o-mini') or a spec such as "
+            "'openai:gpt-4o-mini', or give the run one: run(..., model=...)."
         )
     return model
 

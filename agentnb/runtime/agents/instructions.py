@@ -12,11 +12,11 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ...errors import UserError
-from ..loop._off_loop import off_loop
+from ..data.off_loop import off_loop
 from .prompt import PromptSection, assemble_prompt
 
 if TYPE_CHECKING:
-    from ..loop.context import RunContext
+    from ..data.context import RunContext
     from .agent import Agent
 
 

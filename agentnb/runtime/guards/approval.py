@@ -33,19 +33,20 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
+from ... import checks
 from ...errors import NoApprover, UserError
-from ...models import checks
-from ..agents.callbacks import check_callable
-from ..loop._off_loop import off_loop
-from ..loop.pause import PAUSE, paused_call
+from ..data.approvals import PAUSE, paused_call
+from ..data.approvals import ApprovalRecord as ApprovalRecord
+from ..data.callbacks import check_callable
+from ..data.off_loop import off_loop
 from ..tools.context import ToolCallContext
 from ..tools.function import APPROVAL_FORMS, BaseTool
 
 if TYPE_CHECKING:
-    from ..loop.state import AgentRun
-    from ..tools.agent_tool import AgentTool
+    from ..data.state import AgentRun
+    from ..engine.agent_tool import AgentTool
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,25 +98,6 @@ def reject_all(pending: PendingCall) -> Approval:
 
 _INSTANT: frozenset[Any] = frozenset({approve_all, reject_all})
 """Approvers known not to block: called on the loop, without a worker thread."""
-
-
-@dataclass(frozen=True)
-class ApprovalRecord:
-    """One decision on a call that needed approval (``result.approvals`` lists them)."""
-
-    tool: str
-    arguments: Any
-    """The call's arguments as a dict (a sub-agent's: ``input`` and ``artifacts``, or its schema's fields)."""
-    who: str
-    """The approver's name (``approve_all``, ``widget_approver``, your function's), or
-    ``needs_approval`` when that callable failed (which rejects)."""
-    decision: Literal["approved", "rejected"]
-    reason: str
-    time: float
-    """When it was decided, in seconds on the run's trace clock."""
-    wait_s: float
-    path: str
-    """The calling agent's path."""
 
 
 async def ask_approval(tool: AgentTool, parsed: Any, text: str, tcx: ToolCallContext) -> str | None:

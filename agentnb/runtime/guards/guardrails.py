@@ -17,19 +17,20 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
+from ... import checks
 from ...errors import GuardrailTripped, UserError
-from ...models import checks
 from ...models.types import Message, ModelResponse
-from ..agents.callbacks import check_callable
-from ..loop._off_loop import off_loop
-from ..loop._tasks import run_concurrently
-from ..loop.state import AgentRun
-from ..tools.function import to_text, truncate
+from ..data.callbacks import check_callable
+from ..data.off_loop import off_loop
+from ..data.outcome import to_text
+from ..data.state import AgentRun
+from ..data.tasks import run_concurrently
+from ..tools.function import truncate
 
 if TYPE_CHECKING:
     from ...trace.spans import Span
     from ..agents.agent import Agent
-    from ..loop.context import RunContext
+    from ..data.context import RunContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +247,7 @@ async def _ask_agent(
     guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, span: Span
 ) -> GuardrailResult:
     """Run the guardrail's agent on ``value`` below ``span``; its answer decides."""
-    from ..loop.runner import agent_loop  # the run loop calls guardrails: imported when one runs
+    from ..engine.runner import agent_loop  # the run loop calls guardrails: imported when one runs
 
     agent = guard.agent
     assert agent is not None and guard.trip_when is not None

@@ -17,11 +17,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from ... import checks
 from ...errors import GuardrailTripped, UserError
-from ...models import checks
-from ..agents.callbacks import check_callable
-from ..loop._off_loop import off_loop
-from ..loop.outcome import ToolOutcome, model_text
+from ..data.callbacks import check_callable
+from ..data.off_loop import off_loop
+from ..data.outcome import ToolOutcome, model_text
 from ..tools.context import ToolCallContext
 from ..tools.function import BaseTool
 

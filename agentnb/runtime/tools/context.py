@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ...trace.spans import Span
-    from ..loop.context import RunContext
-    from ..loop.state import AgentRun
+    from ..data.context import RunContext
+    from ..data.state import AgentRun
 
 
 @dataclass(slots=True)

@@ -27,18 +27,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ... import checks
 from ...errors import ToolFailed, UserError
-from ...models import checks
 from ...models.canonical import dumps, tool_payload
+from ..data.outcome import ToolOutcome
 from ..guards.tool_guardrails import check_tool_guardrails
-from ..loop.outcome import ToolOutcome
 from ._mcp_connection import Connection, ServerUnavailable
 from .function import APPROVAL_FORMS, DEFAULT_MAX_RESULT_CHARS, BaseTool, clip_result
 from .schema import clean_schema
 
 if TYPE_CHECKING:
     from ...trace.spans import Span
-    from ..loop.context import RunContext
+    from ..data.context import RunContext
     from .context import ToolCallContext
 
 INSTALL = 'pip install -e ".[mcp]"'
@@ -410,7 +410,7 @@ def _options(options: dict[str, Any]) -> dict[str, Any]:
             f"{', '.join(sorted(_OPTIONS))}."
         )
     if callable(options.get("needs_approval")):
-        from ..agents.callbacks import check_callable
+        from ..data.callbacks import check_callable
 
         check_callable(options["needs_approval"], "MCP server needs_approval", *APPROVAL_FORMS)
     return options
