@@ -68,6 +68,7 @@ from .models.providers.anthropic.adapter import AnthropicModel
 from .models.providers.openai.adapter import OpenAIModel
 from .models.providers.openai_responses.adapter import HostedTool, OpenAIResponsesModel
 from .models.recorded.recorder import record, replay
+from .models.types import messages_from_json, messages_to_json
 from .patterns import (
     ChainResult,
     FanOut,
@@ -323,6 +324,8 @@ __all__ = [
     "pareto",
     "plot",
     "mcp",
+    "messages_from_json",
+    "messages_to_json",
     "scenarios",
     "section_costs",
     "sweep",

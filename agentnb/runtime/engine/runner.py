@@ -216,6 +216,13 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     return result
 
 
+def _items(response: ModelResponse) -> tuple[dict[str, Any], ...]:
+    """The provider's reasoning and hosted-tool items of a response, kept on its message."""
+    if not response.events:
+        return ()
+    return tuple(e for e in response.events if e.get("event") in ("reasoning", "hosted_tool"))
+
+
 async def close_resources(ctx: RunContext) -> None:
     """Close what the run opened (MCP connections); each close is bounded, and a failure to
     close does not change how the run ended."""
@@ -410,7 +417,7 @@ async def _turns(
                 c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
                 for i, c in enumerate(response.tool_calls)
             ]
-            state.messages.append(Message.assistant(response.text, tuple(calls)))
+            state.messages.append(Message.assistant(response.text, tuple(calls), _items(response)))
             if response.text:  # what it said so far: the partial result if a limit cuts it
                 state.last_text = response.text
             step = await _run_tools(calls, tools, state, ctx, turn)
@@ -426,7 +433,7 @@ async def _turns(
             continue
         text = response.text or ""
         state.last_text = text
-        state.messages.append(Message.assistant(text))
+        state.messages.append(Message.assistant(text, (), _items(response)))
         if structured is None:
             output: Any = text
         else:
