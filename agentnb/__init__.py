@@ -42,6 +42,7 @@ from .measure.prices import (
 from .measure.rounds import verifier_table
 from .measure.sections import section_costs
 from .measure.sweeps import sweep
+from .measure.tool_sources import tool_sources
 from .measure.tables import (
     breakdown,
     breakdown_growth,
@@ -328,6 +329,7 @@ __all__ = [
     "messages_to_json",
     "scenarios",
     "section_costs",
+    "tool_sources",
     "sweep",
     "verifier_table",
     # notebook (imported on first use)

@@ -205,6 +205,25 @@ def test_spans_record_what_each_servers_tool_specs_weigh():
     assert result.calls["chars_in_tools"].iloc[0] == expected
 
 
+def test_the_tool_sources_table_says_what_each_server_adds_to_every_call():
+    from agentnb.models.canonical import dumps, tool_payload
+
+    small = stdio(allowed_tools=["add"])
+    padded = agentnb.mcp.stdio(sys.executable, [SERVER, "--tools", "4"], name="padded", prefix="p_")
+    model = ScriptedModel([tool_call("add", a=1, b=1), say("2")])
+    agent = Agent("calc", model=model, mcp_servers=[small, padded])
+    result = agentnb.run_sync(agent, "go")
+    assert result.ok, result.error
+    table = agentnb.tool_sources(result).set_index("source")
+    sent = {t.name: len(dumps(tool_payload(t))) for t in model.requests[0].tools}
+    assert table.loc["mcp:test", "tools"] == 1 and table.loc["mcp:padded", "tools"] == 9
+    assert table.loc["mcp:test", "chars_per_call"] == sent["add"]
+    assert table.loc["mcp:padded", "chars"] == 2 * (sum(sent.values()) - sent["add"])
+    assert list(table["calls"]) == [2, 2]
+    chars_in = result.calls["chars_in"].sum()
+    assert table["share_of_chars_in"].sum() == pytest.approx(2 * sum(sent.values()) / chars_in)
+
+
 def test_building_a_server_checks_its_options_and_import_agentnb_never_loads_mcp(monkeypatch):
     with pytest.raises(UserError, match="Unknown MCP server option"):
         agentnb.mcp.stdio("python", timout=3)
