@@ -42,7 +42,6 @@ from .measure.prices import (
 from .measure.rounds import verifier_table
 from .measure.sections import section_costs
 from .measure.sweeps import sweep
-from .measure.tool_sources import tool_sources
 from .measure.tables import (
     breakdown,
     breakdown_growth,
@@ -50,6 +49,7 @@ from .measure.tables import (
     cost_table,
     latency_series,
 )
+from .measure.tool_sources import tool_sources
 from .models import (
     FunctionModel,
     Message,
