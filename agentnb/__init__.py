@@ -50,6 +50,7 @@ from .measure.tables import (
     cost_table,
     latency_series,
 )
+from .measure.tool_sources import tool_sources
 from .models import (
     FunctionModel,
     Message,
@@ -70,6 +71,7 @@ from .models.providers.anthropic.adapter import AnthropicModel
 from .models.providers.openai.adapter import OpenAIModel
 from .models.providers.openai_responses.adapter import HostedTool, OpenAIResponsesModel
 from .models.recorded.recorder import record, replay
+from .models.types import messages_from_json, messages_to_json
 from .patterns import (
     ChainResult,
     FanOut,
@@ -168,10 +170,10 @@ _NOTEBOOK = ("RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "r
 
 def __getattr__(name: str) -> object:
     # agentnb.plot loads matplotlib: imported on first use so that `import agentnb` stays light.
-    if name == "plot":
+    if name in ("plot", "mcp"):  # agentnb.mcp: MCP servers' tools (the SDK loads when used)
         import importlib
 
-        return importlib.import_module(".plot", __name__)
+        return importlib.import_module(f".{name}", __name__)
     if name in _NOTEBOOK:  # the notebook layer loads IPython and ipywidgets: on first use too
         from . import notebook
 
@@ -330,8 +332,12 @@ __all__ = [
     "open_experiment",
     "pareto",
     "plot",
+    "mcp",
+    "messages_from_json",
+    "messages_to_json",
     "scenarios",
     "section_costs",
+    "tool_sources",
     "sweep",
     "verifier_table",
     # notebook (imported on first use)

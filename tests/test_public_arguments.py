@@ -375,6 +375,10 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
 
 COVERED_ELSEWHERE = {
     "Agent": "test_agent",
+    "mcp": "tests/runtime/tools/test_mcp.py (a module: its builders check their options)",
+    "tool_sources": "tests/runtime/tools/test_mcp.py",
+    "messages_to_json": "tests/models/test_message_json.py",
+    "messages_from_json": "tests/models/test_message_json.py (bad input is a UserError)",
     "Limits": "test_limits",
     "run": "test_run_options",
     "RunOptions": "test_run_options (run_sync builds one from its keywords)",

@@ -22,6 +22,7 @@ from ..data.callbacks import check_callable
 from ..data.hooks import check_hooks
 from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
+from ..tools.mcp import Server, check_servers
 from .instructions import check_sections
 from .output import OutputSpec, output_spec
 from .output_validators import check_output_validators
@@ -103,6 +104,10 @@ class Agent:
     """``fn(ctx, output) -> output`` (sync or async), run on the final, validated output;
     raising ``agentnb.ModelRetry("why")`` makes the model try again (bounded by
     ``output_retries``). See `agentnb.runtime.agents.output_validators`."""
+    mcp_servers: Sequence[Server] = ()
+    """MCP servers (`agentnb.mcp.stdio`, `agentnb.mcp.http`) whose tools the agent is offered
+    beside ``tools``: listed when the agent starts, once per run at most; see
+    `agentnb.runtime.tools.mcp`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -147,6 +152,8 @@ class Agent:
         elif isinstance(self.instructions, (list, tuple)):
             check_sections(self.instructions, self.name)
         self.tool_map()  # fail now on duplicate or unusable tools
+        if self.mcp_servers:
+            check_servers(self.mcp_servers, f"Agent({self.name!r}, mcp_servers=...)")
 
     def _check_instructions_and_model(self) -> None:
         """Agent's order is (name, instructions, model, tools): a model given as instructions,

@@ -97,6 +97,9 @@ class RunContext:
     ended: BaseException | None = None
     """A failure inside a run a tool started (`agentnb.runtime.engine.delegation`) that ends
     this whole run: raised as soon as the tool returns."""
+    open_resources: dict[Any, Any] = field(default_factory=dict)
+    """What the run opened and closes when it ends, each with an async ``close()``: the
+    connections to MCP servers (`agentnb.runtime.tools.mcp`), shared by the hierarchy."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:
@@ -128,6 +131,7 @@ class RunContext:
             watchers=None,
             approvals=list(self.approvals),
             ended=None,  # the result's own error says it (a user's exception may not pickle)
+            open_resources={},
         )
 
     @property

@@ -81,6 +81,7 @@ from ..handoffs.handoff import HandoffTool
 from ..tools.context import ToolCallContext
 from ..tools.enabled import enabled_tools
 from ..tools.function import BaseTool, read_arguments
+from ..tools.mcp import server_tools
 
 
 async def run(
@@ -212,6 +213,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
             ) from None
     except asyncio.CancelledError:
         _finish(ctx, state, "cancelled")
+        await close_resources(ctx)
         raise
     except AgentRunError as exc:
         error = exc
@@ -221,6 +223,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
     late = _finish(ctx, state, status, error)
+    await close_resources(ctx)
     result = build_result(ctx, output, error or late)
     watchers = ctx.watchers
     if watchers is not None and watchers.sink is not None:  # streamed: the last event
@@ -238,6 +241,25 @@ async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -
     if ctx.resumed is not None:
         await ctx.resumed(state, ctx)
     return await agent_loop(state, ctx, max_turns)
+
+
+def _items(response: ModelResponse) -> tuple[dict[str, Any], ...]:
+    """The provider's reasoning and hosted-tool items of a response, kept on its message."""
+    if not response.events:
+        return ()
+    return tuple(e for e in response.events if e.get("event") in ("reasoning", "hosted_tool"))
+
+
+async def close_resources(ctx: RunContext) -> None:
+    """Close what the run opened (MCP connections); each close is bounded, and a failure to
+    close does not change how the run ended."""
+    opened = list(ctx.open_resources.values())
+    ctx.open_resources.clear()
+    for each in opened:
+        try:
+            await each.close()
+        except Exception:  # noqa: S110 (the run is over; a server that will not close is gone)
+            pass
 
 
 def _finish(
@@ -393,6 +415,9 @@ async def _turns(
         state.span = ctx.trace.start(
             "agent", agent.name, state.span, agent=agent.name, path=state.path, depth=0
         )
+    if agent.mcp_servers:  # the MCP servers' tools, listed once per run (tools/mcp.py)
+        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span)
+        specs = [t.spec for t in tools.values()]
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
     state.watchers = watchers = watchers_for(
@@ -424,7 +449,7 @@ async def _turns(
                 c if c.id else ToolCall(c.name, c.arguments, f"call_{turn}_{i}")
                 for i, c in enumerate(response.tool_calls)
             ]
-            state.messages.append(Message.assistant(response.text, tuple(calls)))
+            state.messages.append(Message.assistant(response.text, tuple(calls), _items(response)))
             if response.text:  # what it said so far: the partial result if a limit cuts it
                 state.last_text = response.text
             step = await _run_tools(calls, tools, state, ctx, turn)
@@ -441,7 +466,7 @@ async def _turns(
             continue
         text = response.text or ""
         state.last_text = text
-        state.messages.append(Message.assistant(text))
+        state.messages.append(Message.assistant(text, (), _items(response)))
         if structured is None:
             output: Any = text
         else:
@@ -703,6 +728,8 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, turn: int) -> None:
     """Run ``calls`` of ``state.agent`` outside its turns (the calls a resumed run goes on with)."""
     tools = await enabled_tools(state.agent.tool_map(), ctx, state.agent)
+    if state.agent.mcp_servers:
+        tools = await server_tools(state.agent.mcp_servers, tools, ctx, state.span)
     await _run_tools(calls, tools, state, ctx, turn)
 
 
