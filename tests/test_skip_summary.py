@@ -1,7 +1,7 @@
 """The suite's last line names the optional parts that did not run, so a newcomer whose browser
 test skipped (no Chromium) sees it without reading every skip."""
 
-from conftest import LOCAL_HINT, untested_parts
+from skip_reasons import LOCAL_HINT, untested_parts
 
 
 def test_each_optional_part_is_named_from_its_skip_reason():
