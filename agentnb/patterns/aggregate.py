@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, to_text
 from . import _runs
 from .fan_out import FanOut
 

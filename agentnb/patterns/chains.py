@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, to_text
 from . import _runs
 from .result import PatternResult
 

@@ -16,11 +16,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from .. import checks
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
-from ..runtime.engine.runner import execute
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, execute, to_text
 from ..trace.render import fanout_html, fanout_text
 from . import _runs
 from .result import PatternResult

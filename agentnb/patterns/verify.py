@@ -20,10 +20,7 @@ from pydantic import BaseModel, Field
 from .. import checks
 from ..errors import UserError
 from ..models.types import Message
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, to_text
 from . import _runs
 from .result import PatternResult
 

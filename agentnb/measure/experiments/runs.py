@@ -20,7 +20,7 @@ from typing import Any
 
 from ... import checks
 from ...errors import UserError
-from ...runtime.guards.approval import in_notebook
+from ...runtime import in_notebook
 from ..sweeps import CONFIG_COLUMNS, Grid, configurations, on_executor
 from .live import LiveSummary
 from .store import RUN_FIELDS, connect, store_path, to_json

@@ -211,6 +211,7 @@ def notebook(
 ) -> list[approval_widget.ApprovalPrompt]:
     """A fake notebook: widgets talk to dummy comms; prompts shown are collected."""
     monkeypatch.setattr(approval, "in_notebook", lambda: True)
+    monkeypatch.setattr(approval_widget, "in_notebook", lambda: True)
     shown: list[approval_widget.ApprovalPrompt] = []
     original = approval_widget.ApprovalPrompt
 
