@@ -50,6 +50,8 @@ STATE_VERSION = 1
 
 def run_state(result: RunResult) -> dict[str, Any]:
     """``result.to_state()``: a JSON-able dict to resume a paused run from."""
+    from .runner import running
+
     ctx = result.context
     if ctx is None or not isinstance(result.error, RunPaused) or ctx.root is None:
         raise UserError(
@@ -70,7 +72,7 @@ def run_state(result: RunResult) -> dict[str, Any]:
         "model_calls": ctx.model_calls,
         "calls": [_jsonable(row.as_dict()) for row in ctx.trace.call_rows],
         "approvals": [_jsonable(asdict(r)) for r in ctx.approvals],
-        "scripts": _positions(state.agent, ctx),
+        "scripts": _positions(running(state), ctx),
         "sub_agents": {
             path: {"agent": sub.agent.name, "turns": sub.turns, "messages": _messages(sub)}
             for path, sub in ctx.paused_agents.items()

@@ -305,6 +305,15 @@ REASK_PREFIX = "Your answer could not be read as"
 """How a re-ask for a structured answer starts (the message is marked ``generated``)."""
 
 
+def running(state: AgentRun) -> Agent:
+    """The agent ``state`` runs, as the engine knows it: the data floor holds it by what it
+    reads of it (`agentnb.runtime.data.protocols.AgentLike`)."""
+    agent = state.agent
+    if not isinstance(agent, Agent):
+        raise TypeError(f"an AgentRun runs an Agent, not {type(agent).__name__}")
+    return agent
+
+
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     """Run ``state.agent`` until it answers; follow handoffs. Returns the final output."""
     while True:
@@ -341,14 +350,14 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             source=source.name,
             routing=transfer.routing,
         )
-        max_turns = transfer.target.max_turns
+        max_turns = running(state).max_turns
 
 
 async def _turns(
     state: AgentRun, ctx: RunContext, max_turns: int
 ) -> NextStepFinalOutput | NextStepHandoff:
     """The agent's turns until it answers or hands off."""
-    agent = state.agent
+    agent = running(state)
     model = model_client(agent, ctx.default_model)
     tools = await enabled_tools(agent.tool_map(), ctx, agent)
     specs = [t.spec for t in tools.values()]
@@ -456,8 +465,8 @@ async def _finish_agent(
     output: Any, state: AgentRun, ctx: RunContext, turn: int
 ) -> NextStepFinalOutput:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
-    if state.agent.output_guardrails:
-        await run_guardrails(state.agent.guardrails("output"), output, state, ctx, "output")
+    if running(state).output_guardrails:
+        await run_guardrails(running(state).guardrails("output"), output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
     return NextStepFinalOutput(output)
@@ -477,7 +486,7 @@ def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: R
     )
     if span is None or span.status not in ("error", "timeout"):
         return
-    behavior = state.agent.tool_use_behavior
+    behavior = running(state).tool_use_behavior
     raise ToolFailed(
         f"{state.agent.name}: the tool {call.name!r}, whose result was to be the answer "
         f"(tool_use_behavior={behavior!r}), failed: {text}. Fix the tool, or use "
@@ -613,7 +622,8 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 
 async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, turn: int) -> None:
     """Run ``calls`` of ``state.agent`` outside its turns (the calls a resumed run goes on with)."""
-    tools = await enabled_tools(state.agent.tool_map(), ctx, state.agent)
+    agent = running(state)
+    tools = await enabled_tools(agent.tool_map(), ctx, agent)
     await _run_tools(calls, tools, state, ctx, turn)
 
 
