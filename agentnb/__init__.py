@@ -9,6 +9,7 @@ traced with what it was sent, so cost and latency become pandas tables and figur
 from . import _aliases, filters  # noqa: F401  (_aliases: old module paths import, see its docstring)
 from .errors import (
     AgentnbError,
+    AgentnbWarning,
     AgentRunError,
     BudgetExceeded,
     GuardrailTripped,
@@ -185,6 +186,7 @@ def load_ipython_extension(ipython: object) -> None:
 __all__ = [
     # errors
     "AgentnbError",
+    "AgentnbWarning",
     "AgentRunError",
     "BudgetExceeded",
     "GuardrailTripped",

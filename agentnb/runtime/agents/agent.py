@@ -99,6 +99,7 @@ class Agent:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise UserError("An Agent needs a non-empty name: Agent(name='reviewer', ...)")
+        self._check_instructions_and_model()
         checks.positive_int(self.max_turns, "max_turns", optional=False)
         checks.non_negative_int(self.output_retries, f"Agent({self.name!r}, output_retries=...)")
         if not isinstance(self.description, str):
@@ -130,6 +131,38 @@ class Agent:
             where = f"Agent({self.name!r}, instructions=...)"
             check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
         self.tool_map()  # fail now on duplicate or unusable tools
+
+    def _check_instructions_and_model(self) -> None:
+        """Agent's order is (name, instructions, model, tools): a model given as instructions,
+        or text given as the model that is no spec, is caught here rather than at run time."""
+        order = "Agent's arguments are (name, instructions, model, tools)"
+        if hasattr(self.instructions, "request") and not callable(self.instructions):
+            raise UserError(
+                f"Agent({self.name!r}): instructions got a model client ({self.instructions!r}); "
+                f"{order}: write Agent({self.name!r}, 'You review...', model)"
+            )
+        if isinstance(self.model, str) and ":" not in self.model:
+            hint = (
+                f"; {order}: were instructions and model swapped?"
+                if not isinstance(self.instructions, str) or " " in self.model.strip()
+                else ""
+            )
+            raise UserError(
+                f"Agent({self.name!r}, model={self.model!r}): a model is a client such as "
+                "ScriptedModel([...]) or a spec string 'provider:model' such as "
+                f"'openai:gpt-4o-mini'{hint}"
+            )
+        if (
+            self.model is not None
+            and not isinstance(self.model, str)
+            and not hasattr(self.model, "request")
+        ):
+            raise checks.fail(
+                f"Agent({self.name!r}, model=...)",
+                "a model client (ScriptedModel, OpenAIModel, ...), a spec string "
+                "'provider:model', or None to take run(..., model=...)",
+                self.model,
+            )
 
     def _split_route(self) -> tuple[list[Any], Route | None]:
         """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``
@@ -351,8 +384,9 @@ def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClien
         return default
     if model is None or not hasattr(model, "request"):
         raise UserError(
-            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
-            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
+            f"Agent {agent.name!r} has no model: give it one, Agent({agent.name!r}, instructions, "
+            "model) with ScriptedModel([...]), OpenAIModel('gpt-4o-mini') or a spec such as "
+            "'openai:gpt-4o-mini', or give the run one: run(..., model=...)."
         )
     return model
 

@@ -11,16 +11,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import sys
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
 from pydantic_core import from_json
 
 from ... import checks
-from ...errors import UserError
+from ...errors import AgentnbWarning, UserError
 from ...models.types import ToolSpec
 from ..data.callbacks import check_callable
 from ..data.outcome import ToolOutcome
@@ -325,6 +328,7 @@ def function_tool(
             f"Tool {tool_name!r}: its parameters cannot be described as a JSON schema ({first_line}). "
             "Annotate each parameter with a type pydantic knows (str, int, a BaseModel, ...)."
         ) from None
+    _warn_if_underspecified(fn, tool_name, text, context_param)
     return Tool(
         tool_name,
         text,
@@ -338,3 +342,45 @@ def function_tool(
         needs_approval=needs_approval,
         is_enabled=is_enabled,
     )
+
+
+def _warn_if_underspecified(
+    fn: Callable[..., Any], name: str, description: str, context_param: str | None
+) -> None:
+    """A tool the model would be shown with no description, or with parameters of no type,
+    is accepted (it works) but warned about at the line that made it: the model cannot tell
+    what such a tool is for, nor what to send."""
+    untyped = [
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.annotation is inspect.Parameter.empty
+        and p.name != context_param
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    problems = []
+    if not description.strip():
+        problems.append(
+            "has no description (the model is shown its name only): give the function a "
+            "docstring, or tool(fn, description='...')"
+        )
+    if untyped:
+        problems.append(
+            f"has parameters without a type ({', '.join(untyped)}), so the model may send any "
+            "JSON for them: annotate them (text: str, count: int, ...)"
+        )
+    if problems:
+        warnings.warn(
+            AgentnbWarning(f"tool {name!r} " + "; and ".join(problems)),
+            stacklevel=_outside_agentnb(),
+        )
+
+
+def _outside_agentnb() -> int:
+    """The stack level of the first caller outside the agentnb package (``@tool``,
+    ``Agent(tools=[fn])`` or ``as_tool`` all get here through agentnb's own frames)."""
+    package = __name__.split(".")[0]
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == package:
+        frame, level = frame.f_back, level + 1
+    return level

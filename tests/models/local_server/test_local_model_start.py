@@ -124,6 +124,12 @@ def test_a_missing_model_file_is_refused_at_construction(tmp_path):
         a.local_model(tmp_path / "missing.gguf")
 
 
+@pytest.mark.parametrize("path", ["~0", "~nosuchuser/model.gguf"])
+def test_a_tilde_naming_no_home_folder_is_a_user_error(path):
+    with pytest.raises(a.UserError, match="names no home folder"):
+        a.local_model(path)
+
+
 def test_without_the_packages_the_error_says_what_to_install(monkeypatch):
     monkeypatch.setattr(local, "SERVER_PACKAGES", ("llama_cpp", "no_such_package_here"))
     with pytest.raises(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from pydantic import BaseModel
 
@@ -49,19 +51,33 @@ def test_a_lambda_tool_needs_a_name():
     assert "name='...'" in str(info.value)
 
 
-def test_a_tool_without_a_docstring_has_an_empty_description():
+def test_a_tool_without_a_docstring_has_an_empty_description_and_a_warning_at_the_users_line():
     def bare(x: int) -> int:
         return x
 
-    agent = a.Agent("w", "x", model(), [bare])
+    with pytest.warns(a.AgentnbWarning, match=r"tool 'bare' has no description.*docstring") as got:
+        agent = a.Agent("w", "x", model(), [bare])
     assert agent.tool_map()["bare"].description == ""
+    assert [w.filename for w in got] == [__file__]  # where the agent was made, not agentnb's
     described = a.Agent("w", "x", model(), [a.tool(bare, description="Return x.")])
     assert described.tool_map()["bare"].description == "Return x."
 
 
-def test_a_lambda_with_a_name_and_description_is_a_tool():
-    fn = a.tool(lambda x: x, name="ident", description="Return x.")
+def test_a_parameter_without_a_type_is_warned_about_with_its_name():
+    with pytest.warns(a.AgentnbWarning, match=r"parameters without a type \(x\).*annotate"):
+        fn = a.tool(lambda x: x, name="ident", description="Return x.")
     assert fn.name == "ident"
+    assert fn.parameters["properties"]["x"] == {}  # what the model is shown: no type at all
+
+
+def test_a_described_and_typed_tool_is_not_warned_about():
+    def typed(ctx: a.ToolCallContext, x: int) -> int:
+        """Return x."""
+        return x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a.tool(typed)
 
 
 def test_tools_with_var_args_are_refused():
@@ -146,3 +162,30 @@ def test_a_run_leaves_the_agent_as_it_was(monkeypatch: pytest.MonkeyPatch) -> No
 def _double(x: int) -> int:
     """Double x."""
     return 2 * x
+
+
+def test_instructions_and_model_swapped_is_refused_at_construction_saying_the_order():
+    scripted = model()
+    with pytest.raises(a.UserError, match=r"instructions got a model client.*\(name, instructions"):
+        a.Agent("reviewer", scripted, "Review.")  # type: ignore[arg-type]
+    with pytest.raises(a.UserError, match=r"'provider:model'.*swapped"):
+        a.Agent("reviewer", "gpt-4o-mini", "Review the clause.")
+    assert scripted.requests == []
+
+
+def test_a_model_that_is_no_spec_nor_client_is_refused_at_construction():
+    with pytest.raises(a.UserError, match=r"model='gpt4'.*'provider:model'"):
+        a.Agent("reviewer", "Review.", "gpt4")
+    with pytest.raises(a.UserError, match=r"must be a model client.*got 42"):
+        a.Agent("reviewer", "Review.", 42)  # type: ignore[arg-type]
+
+
+def test_an_agent_without_a_model_runs_with_the_runs_model_or_says_both_ways():
+    agent = a.Agent("reviewer", "Review.")
+    given = a.ScriptedModel([a.say("Fine.")])
+    assert a.run_sync(agent, "x", model=given).output == "Fine."
+    assert given.requests[0].system == "Review."
+    with pytest.raises(
+        a.UserError, match=r"Agent\('reviewer', instructions, model\).*run\(\.\.\., model="
+    ):
+        a.run_sync(agent, "x")

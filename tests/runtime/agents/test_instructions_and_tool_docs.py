@@ -98,6 +98,7 @@ def test_parameter_descriptions_from_annotated():
         room: Annotated[str, "The room's code."],
         people: Annotated[int, Field(description="How many.", ge=1)],
     ) -> str:
+        """Book a room."""
         return room
 
     props = a.tool(book).parameters["properties"]

@@ -384,6 +384,7 @@ def test_the_outcome_text_is_made_in_one_place():
 
 async def test_a_tool_notices_its_function_was_replaced():
     def plain(text: str) -> str:
+        """Append 1."""
         return text + "1"
 
     made = a.tool(plain)
