@@ -6,6 +6,8 @@ traced with what it was sent, so cost and latency become pandas tables and figur
 
 # Imports sorted by module (as ruff keeps them); __all__ below lists the names layer by layer.
 
+import inspect
+
 from . import _aliases, filters  # noqa: F401  (_aliases: old module paths import, see its docstring)
 from .errors import (
     AgentnbError,
@@ -50,24 +52,28 @@ from .measure.tables import (
     latency_series,
 )
 from .models import (
+    Backoff,
     FunctionModel,
     Message,
     ModelClient,
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    Say,
     ScriptedModel,
     ToolCall,
+    ToolChoices,
     ToolSpec,
     Usage,
     say,
     tool_call,
 )
+from .models.deltas import TextChunk, ToolCallChunk
 from .models.local_server.model import LocalModel, local_model
 from .models.providers.anthropic.adapter import AnthropicModel
 from .models.providers.openai.adapter import OpenAIModel
 from .models.providers.openai_responses.adapter import HostedTool, OpenAIResponsesModel
-from .models.recorded.recorder import record, replay
+from .models.recorded.recorder import Recorder, Replay, record, replay
 from .patterns import (
     ChainResult,
     FanOut,
@@ -132,7 +138,9 @@ from .runtime import (
     tool,
 )
 from .runtime.agents.settings import StopAtTools
-from .runtime.data.approvals import ApprovalRecord
+from .runtime.data.approvals import ApprovalRecord, Interruption
+from .runtime.data.result import AgentSummary
+from .runtime.data.transfer import Transfer
 from .runtime.guards.approval import (
     Approval,
     PendingCall,
@@ -148,12 +156,15 @@ from .runtime.guards.guardrails import (
     output_guardrail,
 )
 from .runtime.guards.tool_guardrails import ToolGuardrail
+from .runtime.handoffs.handoff import HandoffTool
+from .runtime.tools.function import BaseTool
 from .trace import (
     CALL_COLUMNS,
     canonical_request,
     request_sizes,
     set_tokenizer,
 )
+from .trace.spans import Span
 
 __version__ = "0.1.0"
 
@@ -174,6 +185,18 @@ def __getattr__(name: str) -> object:
 
         return getattr(notebook, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
+
+
+def _own_public_names() -> None:
+    """Each public class and function reports ``agentnb`` as its module (httpx's habit): `help`
+    and reprs show the API rather than the file it is filed in, and a pickle names
+    ``agentnb.RunResult``, which survives the next move of a file."""
+    for name in __all__:
+        value = globals().get(name)
+        if (isinstance(value, type) or inspect.isfunction(value)) and value.__module__.startswith(
+            __name__ + "."
+        ):
+            value.__module__ = __name__
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -214,6 +237,13 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "Backoff",
+    "Say",
+    "ToolChoices",
+    "TextChunk",
+    "ToolCallChunk",
+    "Recorder",
+    "Replay",
     "OpenAIModel",
     "OpenAIResponsesModel",
     "ScriptedModel",
@@ -305,6 +335,13 @@ __all__ = [
     "pipeline",
     "star",
     "verify_loop",
+    # types that public signatures and result fields use
+    "AgentSummary",
+    "BaseTool",
+    "HandoffTool",
+    "Interruption",
+    "Span",
+    "Transfer",
     # measure
     "Experiment",
     "Price",
@@ -333,3 +370,5 @@ __all__ = [
     "define_agent",
     "run_live",
 ]
+
+_own_public_names()

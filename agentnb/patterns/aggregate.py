@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
-from ..runtime import Agent, RunKeywords, RunOptions, RunResult, to_text
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, shows_run_keywords, to_text
 from . import _runs
 from .fan_out import FanOut
 
@@ -173,6 +173,7 @@ class Judgement:
         return f"Judgement(best={self.best!r}, reason={self.reason!r})"
 
 
+@shows_run_keywords
 async def judge(
     judge_agent: Agent,
     candidates: Any,

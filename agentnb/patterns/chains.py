@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..runtime import Agent, RunKeywords, RunOptions, RunResult, to_text
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, shows_run_keywords, to_text
 from . import _runs
 from .result import PatternResult
 
@@ -107,6 +107,7 @@ class ChainResult(PatternResult):
         )
 
 
+@shows_run_keywords
 async def chain(
     agents: Sequence[Agent] | Mapping[str, Agent],
     input: _runs.Input,

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Any, Unpack
 from .. import checks
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..runtime import Agent, RunKeywords, RunOptions, RunResult, execute, to_text
+from ..runtime import (
+    Agent,
+    RunKeywords,
+    RunOptions,
+    RunResult,
+    execute,
+    shows_run_keywords,
+    to_text,
+)
 from ..trace.render import fanout_html, fanout_text
 from . import _runs
 from .result import PatternResult
@@ -103,6 +111,7 @@ def _agent_name(result: RunResult) -> str | None:
     return result.last_agent.name if result.last_agent is not None else None
 
 
+@shows_run_keywords
 async def parallel(
     agents: Mapping[str, Agent] | Sequence[Agent],
     input: _runs.Input | Mapping[str, _runs.Input],

@@ -31,6 +31,7 @@ from .data.events import (
 from .data.hooks import Hooks
 from .data.options import RunKeywords as RunKeywords
 from .data.options import RunOptions
+from .data.options import shows_run_keywords as shows_run_keywords
 from .data.outcome import ToolOutcome
 from .data.outcome import to_text as to_text
 from .data.result import RunResult

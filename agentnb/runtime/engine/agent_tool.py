@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypedDict, Union, Unpack
 
 from pydantic import BaseModel, Field
@@ -34,6 +34,7 @@ from ..data.context import RunContext, TokenBudget
 from ..data.deadline import DeadlinePassed, within
 from ..data.outcome import ToolOutcome, ToolStatus, model_text
 from ..data.result import RunResult
+from ..data.signatures import lists_keywords
 from ..data.state import AgentRun
 from ..guards.approval import ask_approval, check_needs_approval
 from ..guards.tool_guardrails import check_tool_guardrails
@@ -428,3 +429,17 @@ def _discard(active: list[AgentRun], state: AgentRun) -> None:
             del active[i]
             return
     raise ValueError("the sub-agent's run is not among the running agents")
+
+
+def _list_as_tool_keywords() -> None:
+    """`Agent.as_tool` and `AgentTool.build` take ``**options: Unpack[AsToolOptions]``; their
+    signatures list them, with `AgentTool`'s defaults (the engine sets this on the concept it
+    builds on, as it loads)."""
+    from ..agents.agent import Agent
+
+    defaults = {f.name: f.default for f in fields(AgentTool) if f.default is not MISSING}
+    lists_keywords(Agent.as_tool, AsToolOptions, defaults)
+    lists_keywords(AgentTool.build, AsToolOptions, defaults)
+
+
+_list_as_tool_keywords()

@@ -35,6 +35,7 @@ from ..data.approvals import ApprovalRecord, Interruption
 from ..data.approvals import Paused as Paused
 from ..data.approvals import pause_run as pause_run
 from ..data.approvals import paused_call as paused_call
+from ..data.options import shows_run_keywords
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
@@ -161,6 +162,7 @@ def _positions(current: Agent, ctx: RunContext) -> dict[str, int]:
 # -- resuming
 
 
+@shows_run_keywords
 async def resume(
     agent: Agent,
     state: dict[str, Any],

@@ -56,7 +56,7 @@ from ..data.events import (
 )
 from ..data.hooks import reads_rows
 from ..data.options import DEFAULT as DEFAULT_OPTIONS
-from ..data.options import RunKeywords, RunOptions
+from ..data.options import RunKeywords, RunOptions, shows_run_keywords
 from ..data.outcome import (
     RUN_AGAIN,
     NextStepFinalOutput,
@@ -77,6 +77,7 @@ from ..tools.enabled import enabled_tools
 from ..tools.function import BaseTool, read_arguments
 
 
+@shows_run_keywords
 async def run(
     agent: Agent, input: str | list[Message], **options: Unpack[RunKeywords]
 ) -> RunResult:
