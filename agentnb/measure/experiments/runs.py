@@ -207,9 +207,17 @@ def _begin(
         cursor = conn.execute(
             "INSERT INTO experiments (name, version, fingerprint, fn, grid, dataset, params, "
             "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, version, to_json(fingerprint), parts["fn"], to_json(configs), _dataset(parts),
-             to_json(params), time.time()),
-        )  # fmt: skip
+            (
+                name,
+                version,
+                to_json(fingerprint),
+                parts["fn"],
+                to_json(configs),
+                _dataset(parts),
+                to_json(params),
+                time.time(),
+            ),
+        )
     return int(cursor.lastrowid), version
 
 

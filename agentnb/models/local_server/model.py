@@ -215,13 +215,19 @@ class LocalModel:
             _check_port_free(port)
         alias = self.alias or _alias(path)
         args = [
-            "--model", str(path),
-            "--model_alias", alias,
-            "--host", _LOOPBACK,
-            "--port", str(port),
-            "--n_ctx", str(self.n_ctx),
-            "--chat_format", self.chat_format,
-        ]  # fmt: skip
+            "--model",
+            str(path),
+            "--model_alias",
+            alias,
+            "--host",
+            _LOOPBACK,
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--chat_format",
+            self.chat_format,
+        ]
         if self.threads is not None:
             args += ["--n_threads", str(self.threads)]
         args += self.server_args
