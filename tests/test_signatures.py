@@ -66,11 +66,11 @@ def test_as_tool_lists_its_options_with_agent_tools_defaults():
 
 def test_the_listed_keywords_are_the_ones_a_run_accepts():
     model = a.ScriptedModel([a.say("hi")])
-    result = a.run_sync(a.Agent("w", "x", model), "go", **{"max_turns": 3, "timeout": 5.0})
+    result = a.run_sync(a.Agent("w", "x", model), "go", max_turns=3, timeout=5.0)
 
     assert result.ok and model.requests[0].messages[-1].content == "go"
     with pytest.raises(a.UserError, match="max_turnz"):
-        a.run_sync(a.Agent("w", "x", a.ScriptedModel([a.say("hi")])), "go", max_turnz=3)
+        a.run_sync(a.Agent("w", "x", a.ScriptedModel([a.say("hi")])), "go", max_turnz=3)  # type: ignore[call-overload]
 
 
 @pytest.mark.parametrize(
