@@ -36,98 +36,36 @@ BUSY_TIMEOUT_S = 10.0
 """How long a write waits for another process's lock before the store is reported locked."""
 
 CALL_FIELDS = (
-    "run_id",
-    "span_id",
-    "parent_id",
-    "agent",
-    "model",
-    "path",
-    "depth",
-    "turn",
-    "started",
-    "ended",
-    "latency_s",
-    "wait_s",
-    "ttft_s",
-    "chars_in",
-    "chars_in_system",
-    "chars_in_tools",
-    "chars_in_user",
-    "chars_in_assistant",
-    "chars_in_tool_args",
-    "chars_in_tool_results",
-    "chars_in_framing",
-    "chars_out",
-    "tokens_in",
-    "tokens_out",
-    "tokens_method",
-    "provider_tokens_in",
-    "provider_tokens_out",
-    "tokens_in_cached",
-    "tokens_in_cache_write",
-    "tokens_out_reasoning",
-    "tokens_in_overhead",
-    "tool_calls",
-    "stop_reason",
-    "retries",
-    "status",
-    "cached",
-)
+    "run_id", "span_id", "parent_id", "agent", "model", "path", "depth", "turn",
+    "started", "ended", "latency_s", "wait_s", "ttft_s",
+    "chars_in", "chars_in_system", "chars_in_tools", "chars_in_user", "chars_in_assistant",
+    "chars_in_tool_args", "chars_in_tool_results", "chars_in_framing", "chars_out",
+    "tokens_in", "tokens_out", "tokens_method", "provider_tokens_in", "provider_tokens_out",
+    "tokens_in_cached", "tokens_in_cache_write", "tokens_out_reasoning", "tokens_in_overhead",
+    "tool_calls", "stop_reason", "retries", "status", "cached",
+)  # fmt: skip
 """The call columns the ``calls`` table holds as columns (the trace's, at schema version 1).
 Any other column of a call row (a pattern's ``branch``, a column added later) is kept in
 ``extra`` as JSON; ``prefix`` (fingerprints for cache estimates) is not stored."""
 
 SPAN_FIELDS = (
-    "span_id",
-    "parent_id",
-    "kind",
-    "name",
-    "agent",
-    "path",
-    "depth",
-    "started",
-    "ended",
-    "status",
-)
+    "span_id", "parent_id", "kind", "name", "agent", "path", "depth", "started", "ended", "status",
+)  # fmt: skip
 
 RUN_TOTALS = (
-    "calls",
-    "cached_calls",
-    "chars_in",
-    "chars_out",
-    "tokens_in",
-    "tokens_out",
-    "cost",
-    "rounds",
-    "judge_calls",
-    "judge_chars_in",
-    "judge_chars_out",
-    "judge_tokens_in",
+    "calls", "cached_calls", "chars_in", "chars_out", "tokens_in", "tokens_out", "cost",
+    "rounds", "judge_calls", "judge_chars_in", "judge_chars_out", "judge_tokens_in",
     "judge_tokens_out",
-)
+)  # fmt: skip
 """Per-run totals of the ``runs`` table. ``cost`` is money paid (cached calls count zero;
 NaN when a model has no price); ``rounds`` the drafts of a `verify_loop` (NULL for other
 runs); ``judge_*`` are the score function's own model calls."""
 
 RUN_FIELDS = (
-    "experiment_id",
-    "config",
-    "config_key",
-    "params",
-    "trial",
-    "item",
-    "attempt",
-    "ok",
-    "error",
-    "score",
-    "score_type",
-    "score_error",
-    "wall_s",
-    "critical_s",
-    *RUN_TOTALS,
-    "started",
-    "ended",
-)
+    "experiment_id", "config", "config_key", "params", "trial", "item", "attempt",
+    "ok", "error", "score", "score_type", "score_error", "wall_s", "critical_s", *RUN_TOTALS,
+    "started", "ended",
+)  # fmt: skip
 
 _CALL_TABLE = ",\n    ".join(f"{c}" for c in CALL_FIELDS[1:])
 
@@ -239,11 +177,9 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
                     "or pass store= the file it wrote."
                 )
             conn = sqlite3.connect(
-                f"{path.resolve().as_uri()}?mode=ro",
-                uri=True,
-                timeout=BUSY_TIMEOUT_S,
+                f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
                 check_same_thread=False,
-            )
+            )  # fmt: skip
         else:
             path.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
