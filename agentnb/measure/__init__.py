@@ -17,23 +17,27 @@ from .sweeps import sweep
 from .tables import breakdown, breakdown_growth, cost_fit, cost_table, latency_series
 
 __all__ = [
+    # many runs
+    "sweep",
+    "experiment",
+    "open_experiment",
     "Experiment",
+    "compare",
+    "pareto",
+    # tables of cost and latency
+    "cost_table",
+    "breakdown",
+    "breakdown_growth",
+    "cost_fit",
+    "section_costs",
+    "latency_series",
+    "critical_path",
+    "verifier_table",
+    # money and caching
     "Price",
     "Prices",
     "add_cost",
-    "breakdown",
-    "breakdown_growth",
     "cache_estimate",
-    "compare",
-    "cost_fit",
-    "cost_table",
-    "critical_path",
-    "experiment",
-    "latency_series",
-    "open_experiment",
-    "pareto",
+    # the article's scenarios
     "scenarios",
-    "section_costs",
-    "sweep",
-    "verifier_table",
 ]
