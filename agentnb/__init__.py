@@ -28,6 +28,7 @@ from .errors import (
     ScriptExhausted,
     StreamBroken,
     ToolFailed,
+    UnreadableReply,
     UserError,
 )
 from .measure import scenarios
@@ -61,6 +62,7 @@ from .models import (
     ModelSettings,
     Say,
     ScriptedModel,
+    TestModel,
     ToolCall,
     ToolChoices,
     ToolSpec,
@@ -117,6 +119,7 @@ from .runtime import (
     RunEnded,
     RunOptions,
     RunResult,
+    RunState,
     RunStream,
     SpanEnded,
     SpanStarted,
@@ -137,7 +140,7 @@ from .runtime import (
     team,
     tool,
 )
-from .runtime.agents.settings import StopAtTools
+from .runtime.agents.settings import FunctionToolResult, StopAtTools, ToolsToFinalOutputResult
 from .runtime.data.approvals import ApprovalRecord, Interruption
 from .runtime.data.result import AgentSummary
 from .runtime.data.transfer import Transfer
@@ -226,6 +229,7 @@ __all__ = [
     "ScriptExhausted",
     "StreamBroken",
     "ToolFailed",
+    "UnreadableReply",
     "UserError",
     # models
     "AnthropicModel",
@@ -247,6 +251,7 @@ __all__ = [
     "OpenAIModel",
     "OpenAIResponsesModel",
     "ScriptedModel",
+    "TestModel",
     "ToolCall",
     "ToolSpec",
     "Usage",
@@ -276,7 +281,10 @@ __all__ = [
     "RunContext",
     "RunOptions",
     "RunResult",
+    "RunState",
     "StopAtTools",
+    "FunctionToolResult",
+    "ToolsToFinalOutputResult",
     "TeamTool",
     "Tool",
     "ToolCallContext",

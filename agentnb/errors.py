@@ -137,6 +137,13 @@ class StreamBroken(ModelHTTPError):
     """
 
 
+class UnreadableReply(ModelHTTPError, ModelBehaviorError):
+    """The server's reply, whole or streamed, is not what its API says: it cannot be read
+    (not valid UTF-8, an output that is not a list), or a stream's end disagrees with what
+    was streamed. Not retried: the same server would send it again.
+    """
+
+
 class ReplayMismatch(AgentRunError):
     """A replayed run sent a request that differs from the recording."""
 
@@ -190,5 +197,6 @@ __all__ = [
     "ScriptExhausted",
     "StreamBroken",
     "ToolFailed",
+    "UnreadableReply",
     "UserError",
 ]

@@ -205,6 +205,7 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         ["type", "options"],
         lambda o, v: a.HostedTool(v) if o == "type" else a.HostedTool("web_search", extra=v),
     ),
+    "TestModel": (_keywords(a.TestModel), lambda o, v: a.TestModel(**{o: v})),
     "ScriptedModel": (
         _keywords(a.ScriptedModel),
         lambda o, v: a.ScriptedModel(**{"script": [a.say("hi")], o: v}),
@@ -379,6 +380,7 @@ COVERED_ELSEWHERE = {
     "RunOptions": "test_run_options (run_sync builds one from its keywords)",
     "run_sync": "test_run_options",
     "resume": "test_pause_resume",
+    "RunState": "test_resume_fails_closed (result.to_state() makes one)",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
 }
@@ -464,6 +466,9 @@ NOT_CONFIGURED = {
     "ToolCallChunk",
     "ToolChoices",
     "Transfer",
+    # what a tool_use_behavior function reads and returns (values, not configuration)
+    "FunctionToolResult",
+    "ToolsToFinalOutputResult",
     # modules and the notebook layer (loaded on first use; its own tests check its arguments)
     "filters",
     "scenarios",
@@ -524,6 +529,7 @@ NUMBERS = {
     ),
     "ScriptedModel": ("latency", "chunk_chars", "chunk_latency"),
     "FunctionModel": ("latency",),
+    "TestModel": ("seed",),
     "ModelSettings": ("temperature", "top_p", "max_tokens", "seed"),
     "tool": ("max_result_chars",),
     "HandoffConfig": ("window", "budget"),

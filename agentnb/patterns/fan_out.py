@@ -27,6 +27,7 @@ from ..runtime import (
 )
 from ..trace.render import fanout_html, fanout_text
 from . import _runs
+from ._gc_quiet import quiet_gc, settle
 from .result import PatternResult
 
 if TYPE_CHECKING:
@@ -139,18 +140,33 @@ async def parallel(
     each = RunOptions.of(**options)
     branches = _branches(agents, each.model)
     inputs = _inputs(input, branches)
+    with quiet_gc():
+        return await _fan_out(branches, inputs, each, max_concurrency, timeout)
+
+
+async def _fan_out(
+    branches: dict[str, Agent],
+    inputs: dict[str, _runs.Input],
+    each: RunOptions,
+    max_concurrency: int | None,
+    timeout: float | None,
+) -> FanOut:
     t0 = _runs.clock()
-    contexts = {  # every argument checked before any branch starts
-        name: _runs.prepare(agent, inputs[name], _runs.for_part(each, name), t0=t0)
-        for name, agent in branches.items()
-    }
+    contexts = {}  # every argument checked before any branch starts
+    for name, agent in branches.items():
+        contexts[name] = _runs.prepare(agent, inputs[name], _runs.for_part(each, name), t0=t0)
+        settle()
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
     async def branch(name: str) -> RunResult:
-        if slots is None:
-            return await execute(branches[name], inputs[name], contexts[name])
-        async with slots:
-            return await execute(branches[name], inputs[name], contexts[name])
+        settle()  # the branches started before this one are waiting: what they hold stays
+        try:
+            if slots is None:
+                return await execute(branches[name], inputs[name], contexts[name])
+            async with slots:
+                return await execute(branches[name], inputs[name], contexts[name])
+        finally:
+            settle()
 
     done = await asyncio.gather(*(branch(n) for n in branches))
     results = dict(zip(branches, done))

@@ -64,6 +64,15 @@ class _When:
     route: HandoffRoute
     intents: tuple[type[Intent], ...]
 
+    def __getattr__(self, name: str) -> Any:
+        # route.when(A).when(B), .when(A).otherwise(x): a rule left without its target
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise UserError(
+            f"HandoffRoute({self.route.name!r}).when({_names(self.intents)}) needs .to(agent) "
+            f"before .{name}(...): write .when(A).to(agent_a).when(B).to(agent_b)."
+        )
+
     def to(self, agent: Agent) -> HandoffRoute:
         if not isinstance(agent, Agent):
             raise UserError(f".to() takes an Agent, got {type(agent).__name__}")

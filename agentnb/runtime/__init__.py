@@ -35,6 +35,7 @@ from .data.options import shows_run_keywords as shows_run_keywords
 from .data.outcome import ToolOutcome
 from .data.outcome import to_text as to_text
 from .data.result import RunResult
+from .data.run_state import RunState
 from .data.state import AgentRun as AgentRun
 from .data.transfer import Transfer
 from .engine.agent_tool import AgentTool
@@ -69,6 +70,7 @@ __all__ = [
     "LogRecorded",
     "Hooks",
     "Interruption",
+    "RunState",
     "MessageOutput",
     "PartialOutput",
     "Limits",

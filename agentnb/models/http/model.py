@@ -21,7 +21,7 @@ from ... import checks
 from ...errors import UserError
 from ..request_fields import check_extra
 from .attempt_limit import AttemptTimeout
-from .rules import Backoff, Failure, Secret, display_url, server_message
+from .rules import Backoff, Failure, Secret, UrlCredentials, display_url, server_message
 from .send import Slots
 
 NO_KEY = "not-needed"
@@ -99,6 +99,10 @@ class HTTPModel:
         self.params = dict(params or {})
         self._key: Secret | None = None
         self._url: str | None = None
+        self._url_headers: dict[str, Secret] = {}
+        """The headers a ``base_url``'s ``user:password@`` became (`UrlCredentials`)."""
+        self._url_secrets: tuple[Secret, ...] = ()
+        self._credentials_left_behind = False
         self._client = client
         if client is not None:
             if not hasattr(client, self.client_attr):
@@ -108,7 +112,13 @@ class HTTPModel:
             self._client = client.with_options(max_retries=0)  # agentnb retries, and traces it
             self.base_url = display_url(str(client.base_url))
         else:
-            self._url = base_url or os.environ.get(self.base_url_env) or None
+            given = base_url or os.environ.get(self.base_url_env) or None
+            split = UrlCredentials.split(given, where("base_url"))
+            self._url, self._url_headers, self._url_secrets = (
+                split.url,
+                split.headers,
+                split.secrets,
+            )
             self.base_url = display_url(self._url)
             self._key = Secret(self._find_key(api_key))
         self._slots = Slots(self)
@@ -142,9 +152,18 @@ class HTTPModel:
         )
 
     def _new_client(self) -> Any:
+        if self._credentials_left_behind:
+            raise UserError(
+                f"{self!r} is a copy (pickled or deep-copied) of a model whose base_url held "
+                "user:password@, which never travels: make the model where it is used"
+            )
         if self._key is None:  # unpickled: keys do not travel, the environment has it here
             self._key = Secret(self._find_key(None))
-        return self._make_client(self._key.reveal(), self._url)
+        client = self._make_client(self._key.reveal(), self._url)
+        if self._url_headers:
+            shown = {name: value.reveal() for name, value in self._url_headers.items()}
+            client = client.with_options(default_headers=shown)
+        return client
 
     def _failure(self, exc: Exception) -> Failure | None:
         """What an exception of one attempt was; None when it is not the SDK's nor a
@@ -188,6 +207,9 @@ class HTTPModel:
         state = dict(self.__dict__)
         state["_key"] = None
         state["_slots"] = None
+        state["_credentials_left_behind"] = bool(self._url_headers)
+        state["_url_headers"] = {}
+        state["_url_secrets"] = ()
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -9,15 +9,17 @@ base class of the adapters. The bound on one attempt is `._deadline.Deadline`.
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import ipaddress
 import random
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, NoReturn, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from ... import checks
 from ...errors import UserError
@@ -144,6 +146,60 @@ def display_url(url: str | None) -> str | None:
     return url.split("?", 1)[0]
 
 
+_CREDENTIAL_WORDS = frozenset(
+    {"key", "apikey", "token", "accesstoken", "secret", "password", "passwd", "pwd", "auth",
+     "sig", "signature", "credential", "credentials", "session", "bearer"}
+)  # fmt: skip
+"""Words that make a query parameter's name look like it holds a credential (Azure's
+``api-key``, ``access_token``, ``X-Amz-Signature``, ``sig``, ``apiKey``)."""
+
+
+def _looks_like_credential(name: str) -> bool:
+    words = re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+    parts = [p for p in re.split(r"[^a-z0-9]+", words) if p]
+    return any(p in _CREDENTIAL_WORDS for p in parts) or "".join(parts) in _CREDENTIAL_WORDS
+
+
+@dataclass(frozen=True, slots=True)
+class UrlCredentials:
+    """A ``base_url`` split at construction: the URL without its ``user:password@``, and the
+    header that userinfo becomes (what an HTTP client would have sent for it: Basic)."""
+
+    url: str | None
+    headers: dict[str, Secret]
+    secrets: tuple[Secret, ...]
+    """What scrubbing removes besides the key: the password and its Basic token."""
+
+    @classmethod
+    def split(cls, url: str | None, where: str) -> UrlCredentials:
+        """Split ``url``; a credential-looking query parameter is refused (`UserError`), since
+        which header it would become is the server's own rule."""
+        if url is None:
+            return cls(None, {}, ())
+        parts = urlsplit(url)
+        named = [
+            k
+            for k, _ in parse_qsl(parts.query, keep_blank_values=True)
+            if _looks_like_credential(k)
+        ]
+        if named:
+            raise UserError(
+                f"{where}: the base_url's query holds what looks like a credential "
+                f"({', '.join(sorted(set(named)))}=...), which would travel with the model and "
+                "its copies: pass the key as api_key=..., or give client=... made with "
+                "default_headers=... / default_query=..."
+            )
+        if "@" not in parts.netloc:
+            return cls(url, {}, ())
+        userinfo, _, host = parts.netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        pair = f"{unquote(user)}:{unquote(password)}"
+        token = base64.b64encode(pair.encode()).decode("ascii")
+        secrets = tuple(Secret(v) for v in (unquote(password), token, pair) if v)
+        bare = urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+        return cls(bare, {"Authorization": Secret(f"Basic {token}")}, secrets)
+
+
 def is_loopback(url: str | None) -> bool:
     """Whether ``url`` points at this machine (localhost, 127.0.0.0/8, ::1)."""
     host = urlsplit(url or "").hostname
@@ -163,31 +219,56 @@ class PerLoop(Generic[T]):
     HTTP clients bind their connection pool to the loop they first ran on; agentnb runs on
     its background loop (`run_sync`) and on Jupyter's (``await agentnb.run``), so an adapter
     keeps one client per loop. Entries of closed loops are dropped on the next new loop.
+    Threads each running their own loop (``run_sync`` in a script's threads) share it, so the
+    table is changed under a lock.
     """
 
     def __init__(self, factory: Callable[[], T]) -> None:
         self._factory = factory
         self._items: dict[asyncio.AbstractEventLoop, T] = {}
+        self._lock = threading.Lock()
 
     def get(self) -> T:
         loop = asyncio.get_running_loop()
         item = self._items.get(loop)
-        if item is None:
-            for old in [old for old in self._items if old.is_closed()]:
-                del self._items[old]
-            item = self._items[loop] = self._factory()
+        if item is None:  # only this loop's thread makes its item: made outside the lock
+            item = self._factory()
+            with self._lock:
+                for old in [old for old in self._items if old.is_closed()]:
+                    del self._items[old]
+                self._items[loop] = item
         return item
 
     def pop_current(self) -> T | None:
         """Forget (and return) the running loop's item."""
-        return self._items.pop(asyncio.get_running_loop(), None)
+        with self._lock:
+            return self._items.pop(asyncio.get_running_loop(), None)
+
+    def pop_all(self) -> list[tuple[asyncio.AbstractEventLoop, T]]:
+        """Forget (and return) every loop's item but the running loop's."""
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        with self._lock:
+            others = [(loop, item) for loop, item in self._items.items() if loop is not running]
+            for loop, _ in others:
+                del self._items[loop]
+        return others
 
     def __len__(self) -> int:
-        return sum(1 for loop in self._items if not loop.is_closed())
+        with self._lock:
+            return sum(1 for loop in self._items if not loop.is_closed())
 
     def __getstate__(self) -> dict[str, Any]:
         # Items belong to event loops, which do not travel; a copy (a dask worker) makes its own.
-        return {**self.__dict__, "_items": {}}
+        state = {**self.__dict__, "_items": {}}
+        del state["_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
 
 def server_message(exc: Any) -> str:

@@ -1,7 +1,8 @@
 """`Slots`: an HTTP model's way to its server, the send loop with its retries written once.
 
 One `Slot` per event loop (HTTP clients are bound to the loop they first ran on) holds the
-client and the limit on requests in flight; `Slots.send` makes the attempts, each within a
+client; the limit on requests in flight is one `.limit.Limit` for the model, whatever loop
+or thread a request comes from; `Slots.send` makes the attempts, each within a
 `._deadline.Deadline`, retries what is worth retrying as `._http.Backoff` allows, and turns
 what is not into a `ModelHTTPError` that says where, what happened and what to do.
 """
@@ -15,9 +16,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ModelHTTPError
+from ...errors import ModelHTTPError, UnreadableReply
 from ..types import ModelResponse
 from .attempt_limit import Deadline
+from .gate import check_request_allowed
+from .limit import Limit
 from .rules import Failure, PerLoop, scrub
 
 if TYPE_CHECKING:
@@ -28,21 +31,22 @@ Events = list[dict[str, Any]]
 
 @dataclass(slots=True)
 class Slot:
-    """One event loop's HTTP client and its limit on requests in flight."""
+    """One event loop's HTTP client."""
 
     client: Any
-    semaphore: asyncio.Semaphore
     owned: bool
     """agentnb made the client, so agentnb closes it."""
 
 
 class Slots(PerLoop[Slot]):
     """A model's way to its server: one `Slot` per event loop (the ``client`` given to the
-    model, shared, or one made per loop), and the send loop with its retries."""
+    model, shared, or one made per loop), the model's limit on requests in flight (one for
+    all loops and threads), and the send loop with its retries."""
 
     def __init__(self, owner: HTTPModel) -> None:
         super().__init__(self._new_slot)
         self._owner = owner
+        self._limit = Limit(owner.max_concurrency)
 
     @property
     def owner(self) -> HTTPModel:
@@ -51,20 +55,21 @@ class Slots(PerLoop[Slot]):
 
     def _new_slot(self) -> Slot:
         owner = self._owner
-        semaphore = asyncio.Semaphore(owner.max_concurrency)
         if owner._client is not None:
-            return Slot(owner._client, semaphore, owned=False)
-        return Slot(owner._new_client(), semaphore, owned=True)
+            return Slot(owner._client, owned=False)
+        return Slot(owner._new_client(), owned=True)
 
     @asynccontextmanager
     async def slot(self) -> AsyncIterator[tuple[Any, Events]]:
         """The running loop's client, once a request may go, and the request's event list
-        (a wait for room under ``max_concurrency`` is its ``queue_wait`` event)."""
+        (a wait for room under ``max_concurrency`` is its ``queue_wait`` event). Refused when
+        requests are forbidden (`agentnb.models.http.gate`)."""
+        check_request_allowed(self._owner)
         slot = self.get()
         events: Events = []
-        queued = slot.semaphore.locked()
+        queued = self._limit.busy()
         started = time.perf_counter()
-        async with slot.semaphore:
+        async with self._limit.held():
             if queued:
                 events.append({"event": "queue_wait", "seconds": time.perf_counter() - started})
             yield slot.client, events
@@ -110,8 +115,9 @@ class Slots(PerLoop[Slot]):
             if longer is None:
                 response.events[:0] = events
                 return response
-            failed = Failure(raw.status_code, longer, retryable=False)
-        raise attempts.error(failed)
+            raise attempts.error(Failure(raw.status_code, longer, retryable=False))
+        # Raised here, out of the except: the error chains nothing that holds the reply.
+        raise attempts.error(failed, kind=UnreadableReply)
 
     def _unreadable(self, raw: Any, what: str) -> Failure:
         """A reply that could not be read, quoting its start scrubbed of the key (made here,
@@ -125,7 +131,7 @@ class Slots(PerLoop[Slot]):
         return Attempts(self, events)
 
     def scrub(self, text: str) -> str:
-        return scrub(text, self._owner._key)
+        return scrub(text, self._owner._key, *self._owner._url_secrets)
 
     def error(
         self,
@@ -172,14 +178,7 @@ class Slots(PerLoop[Slot]):
         """Close the clients agentnb made on every loop but the running one (its own is
         closed by `aclose`): a loop running in another thread (`run_sync`'s) closes its
         client there; a loop that is not running is run until its client is closed."""
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        for loop, slot in list(self._items.items()):
-            if loop is running:
-                continue
-            del self._items[loop]
+        for loop, slot in self.pop_all():
             if not slot.owned or loop.is_closed():
                 continue
             if loop.is_running():

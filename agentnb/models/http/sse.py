@@ -7,7 +7,10 @@ backoff and bounds, same ``retry`` events);
 once a delta has been handed on, what was shown cannot be taken back, so a stream that breaks
 after it (an error, or an end without the provider's end marker) ends the call with
 `StreamBroken`. A stream that ends without its end marker is broken, never silently short;
-once the end marker came, the stream is over and nothing after it is read.
+once the end marker came, the stream is over and nothing after it is read as part of the reply.
+What little follows it (the body's end: a blank line, the chunked encoding's last chunk) is
+still read and dropped, briefly (`finish_body`): a response closed before its body ends takes
+its connection with it, and every streamed call would pay a new TCP (and TLS) handshake.
 
 A hostile or broken server is bounded three ways: ``timeout`` bounds the whole attempt,
 ``stream_idle`` the wait between two events (a keep-alive comment is not progress), and
@@ -16,13 +19,15 @@ A hostile or broken server is bounded three ways: ``timeout`` bounds the whole a
 
 from __future__ import annotations
 
+import codecs
+import re
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any, Protocol
 
-from ...errors import ModelHTTPError, StreamBroken
+from ...errors import ModelHTTPError, StreamBroken, UnreadableReply
 from ..deltas import StreamItem, TextChunk, ToolCallChunk
 from ..types import ModelResponse
 from .attempt_limit import Deadline
@@ -62,6 +67,47 @@ async def server_events(lines: AsyncIterator[str]) -> AsyncIterator[ServerEvent]
         aclose = getattr(lines, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+async def utf8_lines(chunks: AsyncIterator[bytes]) -> AsyncGenerator[str, None]:
+    """The lines of a body given in byte chunks, decoded strictly: a stream that is not valid
+    UTF-8 is refused (`BadEvent`), as a whole reply that is not would be, rather than read
+    with U+FFFD in place of what the server sent. Lines end at CR LF, LF or CR (the spec's)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line: list[str] = []  # the pieces of the line not yet ended
+    after_cr = False  # the last text ended with CR: a LF starting the next one is its pair
+    try:
+        async for chunk in chunks:
+            text = _decode(decoder, chunk)
+            if not text:
+                continue
+            if after_cr and text.startswith("\n"):
+                text = text[1:]
+            after_cr = text.endswith("\r")
+            first, *rest = _NEWLINE.split(text)
+            line.append(first)
+            if rest:
+                yield "".join(line)
+                for whole in rest[:-1]:
+                    yield whole
+                line = [rest[-1]]
+        line.append(_decode(decoder, b"", final=True))
+        if "".join(line):
+            yield "".join(line)
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _decode(decoder: codecs.IncrementalDecoder, chunk: bytes, final: bool = False) -> str:
+    try:
+        return decoder.decode(chunk, final)
+    except UnicodeDecodeError as exc:
+        raise BadEvent(f"a stream that is not valid UTF-8 ({exc.reason})") from None
 
 
 def attrs(value: Any, raw: frozenset[str] = frozenset()) -> Any:
@@ -152,7 +198,8 @@ async def stream_with_retries(
             async with AsyncExitStack() as stack:
                 raw = await deadline.run(stack.enter_async_context(open_stream()))
                 why = ""
-                lines = deadline.each(server_events(raw.iter_lines()))
+                body = utf8_lines(raw.iter_bytes())
+                lines = deadline.each(server_events(body))
                 await stack.enter_async_context(aclosing(lines))
                 deltas = await stack.enter_async_context(aclosing(_deltas(lines, reader)))
                 try:
@@ -177,6 +224,8 @@ async def stream_with_retries(
                     why = failed.message
                 if failed is not None and shown:
                     raise attempts.error(_after_first_delta(why), kind=StreamBroken)
+                if failed is None and reader.ended:
+                    await finish_body(body)
         except ModelHTTPError:
             raise
         except Exception as exc:  # the SDK's own error, raised on opening (a bad status)
@@ -202,7 +251,7 @@ async def stream_with_retries(
             response.events[:0] = events
             yield response
             return
-        raise attempts.error(failed)
+        raise attempts.error(failed, kind=UnreadableReply)
 
 
 async def _deltas(
@@ -216,6 +265,29 @@ async def _deltas(
             yield delta
         if reader.ended:
             return
+
+
+FINISH_BODY_S = 0.25
+"""How long the end of a body is waited for after the stream's end marker. A server sends it
+at once; one that does not is not waited for longer (its connection is then dropped)."""
+
+FINISH_BODY_LINES = 8
+"""At most this many lines after the end marker are read and dropped before giving up."""
+
+
+async def finish_body(body: AsyncIterator[str]) -> None:
+    """Read a body to its end after the stream's end marker, so that closing the response
+    returns its connection to the pool instead of closing it. Bounded by `FINISH_BODY_S`
+    and `FINISH_BODY_LINES`; whatever goes wrong here only costs the connection, never the
+    reply, which is complete."""
+    left = FINISH_BODY_LINES
+    try:
+        async for _ in Deadline(FINISH_BODY_S, idle=FINISH_BODY_S).each(body):
+            left -= 1
+            if left < 0:
+                return
+    except Exception:  # the reply is whole; a lost connection is all it costs
+        return
 
 
 def too_long(cap: int) -> str:

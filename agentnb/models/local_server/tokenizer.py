@@ -8,6 +8,9 @@ the trace layer reads when it counts a call's tokens:
   without one the count is an estimate labelled as such;
 - a `ServerTokenizer`: the serving program's own tokenize endpoint (llama.cpp's
   ``llama-server``, llama-cpp-python's server, vLLM), which knows the model's vocabulary;
+  chosen by itself only for a server on this machine (a loopback address), since counting
+  sends every text there: another host is asked only when the user says
+  ``tokenizer="server"``;
 - absent or ``None``: the encoding of the client's model name's family, else the default
   encoding labelled ``(default)`` (scripted models, test doubles).
 
@@ -17,15 +20,17 @@ with which key; counting happens above, when the trace's rows are read.
 
 from __future__ import annotations
 
-import http.client
-import json
+import logging
 import re
 import threading
-import urllib.error
-import urllib.request
+import time
+from collections.abc import Mapping
 from typing import Any
 
-from ..http.rules import Secret
+from ..http.bounded_post import PostFailed, post_json
+from ..http.rules import Secret, display_url
+
+_log = logging.getLogger("agentnb")
 
 ENCODINGS = ("o200k_base", "cl100k_base")
 """OpenAI's encodings agentnb can count with."""
@@ -61,6 +66,13 @@ class TokenizerUnavailable(Exception):
     """A server's tokenizer could not count a text (no endpoint, refused, timed out)."""
 
 
+PROBE_BUDGET_S = 2.0
+"""The most time finding a server's tokenize endpoint may take, all probes together."""
+
+REQUEST_DEADLINE_S = 2.0
+"""The most time one tokenize request may take, from connecting to its answer's last byte."""
+
+
 class ServerTokenizer:
     """Counts a text's tokens with the tokenize endpoint of the server a model runs on.
 
@@ -69,21 +81,34 @@ class ServerTokenizer:
     llama-cpp-python's ``POST /extras/tokenize`` (``{"input": text}``); each answers
     ``{"tokens": [...]}``. Some add a start-of-text token to every text they tokenize: the
     empty text is tokenized once to learn how many, and that many are taken off each count.
-    The key is sent as a bearer token and never shown. Counts are kept per text.
+    The model's credentials (``key`` as a bearer token, or the ``headers`` they became) are
+    sent to that server only, never to a host a redirect names, and never shown. Counts are
+    kept per text.
 
-    A call is bounded by ``timeout`` seconds; after a failure the tokenizer stops trying (a
-    server without the endpoint would otherwise be asked again for every text), and the
+    Every read is bounded as a whole, not per socket read: each request by ``timeout``
+    seconds (connecting, headers and body), the search for the endpoint by ``budget`` seconds
+    in all. After a failure the tokenizer stops trying (a server without the endpoint would
+    otherwise be asked again for every text), says so once in the ``agentnb`` log, and the
     rows say they hold an estimate or the provider's usage instead.
     """
 
     def __init__(
-        self, base_url: str, model: str, key: Secret | None = None, timeout: float = 5.0
+        self,
+        base_url: str,
+        model: str,
+        key: Secret | None = None,
+        timeout: float = REQUEST_DEADLINE_S,
+        *,
+        budget: float = PROBE_BUDGET_S,
+        headers: Mapping[str, Secret] | None = None,
     ) -> None:
-        root = base_url.rstrip("/")
+        root = str(display_url(base_url)).rstrip("/")  # never a user:password@ nor a query
         self.root = root[: -len("/v1")] if root.endswith("/v1") else root
         self.model = model
         self._key = key
+        self._headers = dict(headers or {})
         self.timeout = timeout
+        self.budget = budget
         self.method = "server"
         """What the ``tokens_method`` column says, e.g. ``server:llama.cpp`` once found."""
         self.failure: str | None = None
@@ -106,12 +131,18 @@ class ServerTokenizer:
         with self._lock:
             if self.failure is not None:
                 raise TokenizerUnavailable(self.failure)
-            if self._endpoint is None:
-                self._find_endpoint()
             try:
-                n = max(len(self._tokenize(text)) - self._added, 0)
+                if self._endpoint is None:
+                    self._find_endpoint()
+                n = max(len(self._tokenize(text, self.timeout)) - self._added, 0)
             except TokenizerUnavailable as exc:
                 self.failure = str(exc)
+                _log.warning(
+                    "agentnb: the tokenizer of %s cannot count (%s); its rows hold the "
+                    "provider's usage or an estimate, labelled in tokens_method",
+                    self.root,
+                    self.failure,
+                )
                 raise
         if len(self._counts) > 10_000:
             self._counts.clear()
@@ -120,42 +151,40 @@ class ServerTokenizer:
 
     def _find_endpoint(self) -> None:
         reasons = []
+        ends = time.monotonic() + self.budget
         for endpoint in (
             ("llama.cpp", "/tokenize", "content"),
             ("vllm", "/tokenize", "prompt"),
             ("llama-cpp-python", "/extras/tokenize", "input"),
         ):
             self._endpoint = endpoint
+            left = min(self.timeout, ends - time.monotonic())
+            if left <= 0:
+                reasons.append(f"{endpoint[0]}: not tried, the {self.budget:g} s budget was spent")
+                continue
             try:
-                self._added = len(self._tokenize(""))
+                self._added = len(self._tokenize("", left))
             except TokenizerUnavailable as exc:
                 reasons.append(f"{endpoint[0]}: {exc}")
                 continue
             self.method = f"server:{endpoint[0]}"
             return
         self._endpoint = None
-        self.failure = f"no tokenize endpoint at {self.root} ({'; '.join(reasons)})"
-        raise TokenizerUnavailable(self.failure)
+        raise TokenizerUnavailable(f"no tokenize endpoint at {self.root} ({'; '.join(reasons)})")
 
-    def _tokenize(self, text: str) -> list[Any]:
+    def _tokenize(self, text: str, seconds: float) -> list[Any]:
         assert self._endpoint is not None
         kind, path, field = self._endpoint
         body: dict[str, Any] = {field: text}
         if kind == "vllm":
             body["model"] = self.model
-        headers = {"Content-Type": "application/json"}
+        headers = {name: value.reveal() for name, value in self._headers.items()}
         if self._key is not None and self._key.reveal() not in ("", "not-needed"):
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
-        request = urllib.request.Request(
-            self.root + path, json.dumps(body).encode(), headers, method="POST"
-        )
+            headers.setdefault("Authorization", f"Bearer {self._key.reveal()}")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as reply:  # noqa: S310
-                answer = json.loads(reply.read())
-        except urllib.error.HTTPError as exc:
-            raise TokenizerUnavailable(f"HTTP {exc.code}") from None
-        except (OSError, ValueError, http.client.HTTPException) as exc:  # refused, timed out
-            raise TokenizerUnavailable(type(exc).__name__) from None
+            answer = post_json(self.root + path, body, headers, seconds)
+        except PostFailed as exc:
+            raise TokenizerUnavailable(str(exc)) from None
         tokens = answer.get("tokens") if isinstance(answer, dict) else None
         if not isinstance(tokens, list):
             raise TokenizerUnavailable("the answer has no 'tokens' list")

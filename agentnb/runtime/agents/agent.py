@@ -9,9 +9,10 @@ go with its agent. A run never writes into an agent; its ``repr`` is the same be
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack, cast
 
 from ... import checks
 from ...errors import UserError
@@ -21,6 +22,7 @@ from ..data.callbacks import check_callable
 from ..data.hooks import check_hooks
 from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
+from .instructions import check_sections
 from .output import OutputSpec, output_spec
 from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
@@ -81,9 +83,15 @@ class Agent:
     model_settings: ModelSettings | None = None
     """Temperature, tool choice, ...: see `ModelSettings` (``run(model_settings=...)`` overrides)."""
     tool_use_behavior: ToolUseBehavior = "run_llm_again"
-    """``"run_llm_again"`` (the default), ``"stop_on_first_tool"`` or ``StopAtTools(...)``: with
-    a stop, the first (or a named) tool's result is the agent's output, with no further call;
-    if that tool call fails, the run ends ``ok=False`` with `agentnb.errors.ToolFailed`."""
+    """``"run_llm_again"`` (the default), ``"stop_on_first_tool"``, ``StopAtTools(...)`` or a
+    function ``fn(ctx, results) -> ToolsToFinalOutputResult``: with a stop, the first (or a
+    named) tool's result is the agent's output (read as ``output_type`` when there is one),
+    with no further call; if that tool call fails, the run ends ``ok=False`` with
+    `agentnb.errors.ToolFailed`. A function decides from the turn's results."""
+    reset_tool_choice: bool = True
+    """Whether a forced ``tool_choice`` (``"required"``, a tool's name) goes back to ``"auto"``
+    after the turn that called tools, so that the agent can answer; False keeps forcing it
+    (with a ``tool_use_behavior`` that stops, or a turn limit, to end the run)."""
     input_guardrails: Sequence[Guardrail | Callable[..., Any]] = ()
     """Checks of the agent's input (see `agentnb.GuardrailResult`); by default alongside the
     first model call, which a tripwire cancels."""
@@ -113,6 +121,12 @@ class Agent:
         self._split_route()  # fail now on a route given twice or mixed with handoffs
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
         check_behavior(self.tool_use_behavior, self.name)
+        if not isinstance(self.reset_tool_choice, bool):
+            raise checks.fail(
+                f"Agent({self.name!r}, reset_tool_choice=...)",
+                "True or False",
+                self.reset_tool_choice,
+            )
         for stage in ("input", "output"):  # fail now on a guardrail that is not one
             given = getattr(self, f"{stage}_guardrails")
             if given or not isinstance(given, (list, tuple)):
@@ -130,6 +144,8 @@ class Agent:
         if callable(self.instructions):
             where = f"Agent({self.name!r}, instructions=...)"
             check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
+        elif isinstance(self.instructions, (list, tuple)):
+            check_sections(self.instructions, self.name)
         self.tool_map()  # fail now on duplicate or unusable tools
 
     def _check_instructions_and_model(self) -> None:
@@ -289,7 +305,7 @@ class Agent:
                 ``{input, artifacts}``.
             input_builder (Callable | None): ``fn(parsed, run_context) -> str``: the sub-agent's input from the
                 parsed ``input_schema`` object (default: the object as JSON).
-            extractor (Callable | None): ``fn(result) -> str``: what goes back to the caller from the sub-agent's
+            extractor (Callable | None): ``fn(result) -> str`` (sync or async): what goes back to the caller from the sub-agent's
                 `RunResult` (default: its output as text).
             needs_approval (bool | Callable): ``True`` to ask the run's approver before every call, or
                 ``fn(ctx, arguments) -> bool`` (or ``fn(pending) -> bool``) to decide per
@@ -309,6 +325,30 @@ class Agent:
         from ..engine.agent_tool import AgentTool
 
         return AgentTool.build(self, name, description, **options)
+
+    @contextmanager
+    def override(self, *, model: ModelClient | str) -> Iterator[Agent]:
+        """Run this agent with ``model`` inside the ``with`` block, wherever it runs (as the
+        root, a sub-agent or a handoff target, in any thread), for tests of code that builds
+        its agents elsewhere: ``with support.override(model=agentnb.TestModel()): ...``.
+        The agent itself is left as it is; blocks nest, the innermost wins."""
+        if isinstance(model, str):
+            from ...models.registry import model_from_spec
+
+            model = model_from_spec(model)
+        if not hasattr(model, "request"):
+            raise checks.fail(
+                f"Agent({self.name!r}).override(model=...)",
+                "a model client (agentnb.TestModel(), a ScriptedModel, ...) or a spec string",
+                model,
+            )
+        derived = _derived(self)
+        previous = derived.override
+        derived.override = cast(ModelClient, model)
+        try:
+            yield self
+        finally:
+            derived.override = previous
 
     def clone(self, **changes: Any) -> Agent:
         """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""
@@ -348,6 +388,8 @@ class _Derived:
     output_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
     model: tuple[str, ModelClient] | None = None
     """The client made from the agent's model spec string, once (runs share it)."""
+    override: ModelClient | None = None
+    """The model of an `Agent.override` block in force (it wins over ``model``)."""
 
 
 _DERIVED: weakref.WeakKeyDictionary[Agent, _Derived] = weakref.WeakKeyDictionary()
@@ -367,8 +409,11 @@ def _same(seen: tuple[Any, ...], items: Sequence[Any]) -> bool:
 
 
 def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClient:
-    """The client ``agent`` runs with: its own (a spec string resolved once per agent, the
-    agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    """The client ``agent`` runs with: an `Agent.override` in force, else its own (a spec
+    string resolved once per agent, the agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    found = _DERIVED.get(agent)
+    if found is not None and found.override is not None:  # inside agent.override(model=...)
+        return found.override
     model = agent.model
     if isinstance(model, str):
         derived = _derived(agent)

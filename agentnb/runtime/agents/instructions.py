@@ -47,6 +47,19 @@ def _as_text(value: Any, agent: Agent, what: str) -> str:
     )
 
 
+def check_sections(value: list[Any] | tuple[Any, ...], agent: str) -> None:
+    """At construction: a list of instructions holds only text and `PromptSection` (a
+    function among them would be sent as its repr, or refused only once the run starts)."""
+    for item in value:
+        if not isinstance(item, (PromptSection, str)):
+            kind = "a function" if callable(item) else f"a {type(item).__name__}"
+            raise UserError(
+                f"Agent({agent!r}, instructions=[...]): the list holds {kind} ({item!r:.60}); "
+                "a list takes text and PromptSection only: for text made at run time, pass one "
+                "function (ctx) -> text (or a list of PromptSection) as instructions=fn."
+            )
+
+
 def _takes_agent(fn: Any) -> bool:
     """Whether ``fn`` takes ``(ctx, agent)`` rather than ``(ctx)``."""
     cached = _ARITY.get(fn)

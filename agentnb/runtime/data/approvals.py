@@ -8,10 +8,13 @@ the engine's (`agentnb.runtime.engine.resume`).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ...errors import RunPaused
+from ...errors import RunPaused, UserError
+from .run_state import canonical
+from .state_checks import canonical_text
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -35,6 +38,10 @@ class ApprovalRecord:
     wait_s: float
     path: str
     """The calling agent's path."""
+    call_id: str = ""
+    """The id of the call decided (with ``path``, it names the call in its agent's history)."""
+    carried: bool = False
+    """True in a resumed run for a decision made before the pause, read from the state."""
 
 
 PAUSE = "pause"
@@ -43,15 +50,25 @@ PAUSE = "pause"
 
 @dataclass(frozen=True)
 class Interruption:
-    """A call that needs approval, waiting in a paused run."""
+    """A call that needs approval, waiting in a paused run: the call as a person sees it and
+    as it will run if approved."""
 
     call_id: str
     tool: str
     arguments: dict[str, Any]
+    """The arguments the model sent, read from its JSON."""
     agent: str
     """The agent that asked for the call."""
     path: str = ""
     """Where that agent sits: ``coordinator/legal`` for a sub-agent's call."""
+    arguments_text: str = ""
+    """The arguments exactly as the model sent them (JSON text): what runs."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """``(path, call_id)``: names the call even where two agents' calls share an id, as a
+        key of ``resume(approvals={...})``."""
+        return (self.path, self.call_id)
 
 
 class Paused(str):
@@ -66,13 +83,20 @@ class Paused(str):
         return made
 
 
-def paused_call(ctx: RunContext, caller: AgentRun, tool: str, call_id: str, arguments: Any) -> str:
-    """The marker for a call left waiting."""
-    given = arguments if isinstance(arguments, dict) else {"input": arguments}
+def paused_call(
+    ctx: RunContext, caller: AgentRun, tool: str, call_id: str, arguments: Any, sent: str
+) -> str:
+    """The marker for a call left waiting (``sent``: its arguments as the model sent them)."""
+    try:
+        shown = json.loads(sent) if sent.strip() else {}
+    except ValueError:
+        shown = None
+    if not isinstance(shown, dict):  # the arguments a tool was checked with, when not the text
+        shown = arguments if isinstance(arguments, dict) else {"input": arguments}
     ctx.trace.log(
         "approval_paused", depth=caller.depth, path=caller.path, agent=caller.agent.name, tool=tool
     )
-    return Paused(Interruption(call_id, tool, given, caller.agent.name, caller.path))
+    return Paused(Interruption(call_id, tool, shown, caller.agent.name, caller.path, sent))
 
 
 def pause_run(ctx: RunContext, paused: list[Paused]) -> None:
@@ -83,3 +107,30 @@ def pause_run(ctx: RunContext, paused: list[Paused]) -> None:
         f"The run paused at {len(paused)} call(s) needing approval: {names}. "
         "Use agentnb.resume(agent, result.to_state(), approvals) to go on."
     )
+
+
+def canonical_arguments(arguments: Any) -> str | None:
+    """The canonical JSON of decided arguments (None when they are not JSON)."""
+    try:
+        return canonical(arguments)
+    except UserError:
+        return None
+
+
+@dataclass(frozen=True)
+class Granted:
+    """A call approved on resume: run without asking only if it is this exact call."""
+
+    tool: str
+    sent: str | None = None
+    """The arguments text the person approved (a waiting call)."""
+    decided: str | None = None
+    """The canonical arguments of a decision carried from before the pause (never None)."""
+
+    def matches(self, tool: str, sent: str, arguments: Any) -> bool:
+        if tool != self.tool:
+            return False
+        if self.sent is not None:
+            return sent == self.sent
+        # a decision records the arguments as the tool read them, or as sent (made on resume)
+        return self.decided in (canonical_arguments(arguments), canonical_text(sent))

@@ -69,6 +69,16 @@ def check_hook_names(hooks: Any, base: type, where: str) -> None:
         for name, value in vars(base).items()
         if name.startswith("on_") and callable(value)
     }
+    for name in known:
+        value = getattr(hooks, name, None)
+        if not callable(value):
+            shown = repr(value)
+            shown = shown if len(shown) <= 40 else shown[:40] + "..."
+            raise UserError(
+                f"{where}: {type(hooks).__name__}.{name} is {type(value).__name__} {shown}, not "
+                "a function, and agentnb calls it at that point of every run: define it with "
+                "def (or async def), or remove it."
+            )
     for cls in type(hooks).__mro__:
         if cls is base or not issubclass(cls, base):
             continue

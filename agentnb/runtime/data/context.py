@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ... import checks
-from ...models.types import Usage
+from ...models.types import Message, Usage
 from ...trace.spans import Trace
 
 if TYPE_CHECKING:
@@ -84,12 +84,19 @@ class RunContext:
     (`agentnb.runtime.data.events.Watchers`); None when nobody watches."""
     interruptions: list[Any] = field(default_factory=list)
     """The calls a paused run left waiting (`agentnb.runtime.engine.resume.Interruption`)."""
-    preapproved: set[str] = field(default_factory=set)
-    """Call ids approved on `agentnb.resume`: run without asking again."""
+    preapproved: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """Calls approved on `agentnb.resume`, by (caller's path, call id): what was approved
+    (`agentnb.runtime.engine.resume.Granted`). Only that exact call runs without asking."""
     resumed: Any = None
     """For a resumed run: ``fn(state, ctx)`` run before the first turn (the waiting calls)."""
-    paused_agents: dict[str, AgentRun] = field(default_factory=dict)
-    """Sub-agents a pause went through, by path: their histories are part of the state."""
+    paused_agents: dict[str, tuple[str, AgentRun]] = field(default_factory=dict)
+    """Sub-agents a pause went through, by path, each with the id of the call that ran it:
+    their histories are part of the state."""
+    inputs: tuple[Message, ...] = ()
+    """The messages the root agent started from (``result.new_items`` is what came after)."""
+    ended: BaseException | None = None
+    """A failure inside a run a tool started (`agentnb.runtime.engine.delegation`) that ends
+    this whole run: raised as soon as the tool returns."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:
@@ -120,6 +127,7 @@ class RunContext:
             default_model=None,
             watchers=None,
             approvals=list(self.approvals),
+            ended=None,  # the result's own error says it (a user's exception may not pickle)
         )
 
     @property

@@ -472,6 +472,10 @@ async def _streamed(
                 text = shown.feed(item.text)
                 if text:
                     sink(TextDelta(agent, path, depth, span_id, trace.now(), text))
+                    # Let the stream's reader show it now: when the next events are already
+                    # in the buffer, the rest of the call (and of the run) would otherwise
+                    # run before the reader sees its first delta.
+                    await asyncio.sleep(0)
                 if spec is not None:
                     partial = shown.partial()
                     if partial is not NOTHING:

@@ -136,6 +136,11 @@ class RunOptions:
     def of(cls, **options: Any) -> RunOptions:
         """Options from keywords, with a `UserError` naming any keyword a run does not take."""
         unknown = sorted(set(options) - KEYWORDS)
+        if "parent" in unknown:  # run_sync, run_streamed, a pattern: only agentnb.run takes it
+            raise UserError(
+                "parent= starts a child run from inside a tool: write `await agentnb.run(agent, "
+                "input, parent=ctx)` or `await ctx.delegate(agent, input)` in an async tool."
+            )
         if unknown:
             raise UserError(
                 f"Unknown run option(s) {', '.join(unknown)}; a run takes {', '.join(sorted(KEYWORDS))}."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from .approvals import ApprovalRecord, Interruption
     from .context import RunContext
     from .protocols import AgentLike
+    from .run_state import RunState
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class RunResult:
     """For a failed run: the last text the agent produced before it stopped."""
     path: str | None = field(default=None, repr=False)
     """For a sub-agent's result: its path; ``calls`` then covers only that subtree."""
+    inputs: tuple[Message, ...] = field(default=(), repr=False)
+    """The messages the run started from (``new_items`` is what came after them)."""
 
     @property
     def run_id(self) -> str:
@@ -102,18 +106,27 @@ class RunResult:
         """For a paused run (``approver="pause"``): the calls waiting for approval."""
         return list(self.context.interruptions) if self.context is not None else []
 
-    def to_state(self) -> dict[str, Any]:
-        """A paused run's state, JSON-able: ``agentnb.resume(agent, state, approvals)`` goes
-        on from it, in this process or another (see `agentnb.runtime.engine.resume`)."""
+    def to_state(self, key: str | bytes | None = None) -> RunState:
+        """A paused run's state, JSON-able and sealed: ``agentnb.resume(agent, state,
+        approvals)`` goes on from it, in this process or another (see
+        `agentnb.runtime.engine.resume`). With ``key`` it is signed (HMAC-SHA256), and resume
+        needs the same key: keep the key apart from the state."""
         from ..engine.resume import run_state
 
-        return run_state(self)
+        return run_state(self, key)
 
     def to_input_list(self) -> list[Message]:
         """The conversation so far (the user's input, the answering agent's messages, its tool
         calls and results): ``run(result.last_agent, result.to_input_list() + [Message.user(...)])``
-        continues it."""
-        return list(self.messages)
+        continues it. The messages are copies: changing one leaves the result as it was."""
+        return [_copied(m) for m in self.messages]
+
+    @property
+    def new_items(self) -> list[Message]:
+        """The messages this run added to its input, in order: the answering agent's tool
+        calls, their results and its answer (openai-agents' ``new_items``, as `Message`
+        objects). ``to_input_list()`` is the input followed by these."""
+        return [m for m in self.messages if not any(m is i for i in self.inputs)]
 
     @property
     def spans(self) -> list[Span]:
@@ -130,12 +143,21 @@ class RunResult:
 
     @property
     def chars_in(self) -> int:
-        """Characters sent over the whole run (see `agentnb.trace.sizes` for the rule)."""
-        return sum(r.chars_in for r in self.trace.call_rows)
+        """Characters sent over the whole run, or a sub-agent's subtree (see
+        `agentnb.trace.sizes` for the rule)."""
+        return sum(r.chars_in for r in self._rows())
 
     @property
     def model_calls(self) -> int:
-        return len(self.trace.call_rows)
+        """Model calls of the run, or of a sub-agent's subtree (as ``calls`` counts them)."""
+        return len(self._rows())
+
+    def _rows(self) -> list[Any]:
+        rows = self.trace.call_rows
+        if self.path is None:
+            return rows
+        prefix = self.path + "/"
+        return [r for r in rows if r.path == self.path or r.path.startswith(prefix)]
 
     @property
     def final_text(self) -> str:
@@ -185,3 +207,10 @@ def _portable_error(error: BaseException | None) -> BaseException | None:
     except Exception:
         return AgentRunError(f"{type(error).__name__}: {error}")
     return error
+
+
+def _copied(message: Message) -> Message:
+    """A copy of ``message`` and of its tool calls (its measured sizes kept: they are the same)."""
+    twin = copy.copy(message)
+    twin.tool_calls = tuple(copy.copy(call) for call in message.tool_calls)
+    return twin

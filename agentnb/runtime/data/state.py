@@ -42,3 +42,16 @@ class AgentRun:
     """Running size and token sums over ``messages``: a turn measures only what is new."""
     watchers: Watchers | None = field(default=None, repr=False)
     """What watches this agent (a stream, hooks); None when nothing does. Set as it starts."""
+    resumed_at: int | None = None
+    """For an agent going on from a paused run: the turn it had reached, whose tool calls the
+    resumed run answered. Its next turn is the one after, as after any turn that called tools."""
+
+
+def discard(active: list[AgentRun], state: AgentRun) -> None:
+    """Remove ``state`` from the running agents, found by identity: ``list.remove`` would
+    compare it field by field with each run before it."""
+    for i in range(len(active) - 1, -1, -1):
+        if active[i] is state:
+            del active[i]
+            return
+    raise ValueError("the sub-agent's run is not among the running agents")

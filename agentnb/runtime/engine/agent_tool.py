@@ -10,6 +10,7 @@ then the run's model-call budget (the only one that ends the run).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import MISSING, dataclass, fields
@@ -35,7 +36,7 @@ from ..data.deadline import DeadlinePassed, within
 from ..data.outcome import ToolOutcome, ToolStatus, model_text
 from ..data.result import RunResult
 from ..data.signatures import lists_keywords
-from ..data.state import AgentRun
+from ..data.state import AgentRun, discard
 from ..guards.approval import ask_approval, check_needs_approval
 from ..guards.tool_guardrails import check_tool_guardrails
 from ..tools.context import ToolCallContext
@@ -92,7 +93,7 @@ class AsToolOptions(TypedDict, total=False):
     max_result_chars: int | None
     input_schema: type[BaseModel] | None
     input_builder: Callable[[Any, RunContext], str] | None
-    extractor: Callable[[RunResult], str] | None
+    extractor: Callable[[RunResult], str | Awaitable[str]] | None
     needs_approval: NeedsApproval
     input_guardrails: Sequence[Callable[..., Any]] | None
     output_guardrails: Sequence[Callable[..., Any]] | None
@@ -117,10 +118,10 @@ _FAILURES: tuple[tuple[type[BaseException], ToolStatus, str], ...] = (
     (Exception, "error", "{tool} failed: {kind}: {error}"),
 )
 """A sub-agent's failure -> ``(span status, text its caller reads)``: the first row whose
-exception type matches. Failures that end the whole run are not here (see `_ends_the_run`)."""
+exception type matches. Failures that end the whole run are not here (see `ends_the_run`)."""
 
 
-def _ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
+def ends_the_run(exc: BaseException, propagate_guardrails: bool) -> bool:
     """Failures a caller cannot act on: they end the run instead of becoming text."""
     if isinstance(exc, BudgetExceeded):
         return exc.fatal  # the run's own budget; a sub-agent's own budget only ends it
@@ -149,7 +150,8 @@ class AgentTool(BaseTool):
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     input_schema: type[BaseModel] | None = None
     input_builder: Callable[[Any, RunContext], str] | None = None
-    extractor: Callable[[RunResult], str] | None = None
+    extractor: Callable[[RunResult], str | Awaitable[str]] | None = None
+    """``fn(result) -> str`` (sync or async): what goes back to the caller."""
     propagate_guardrails: bool = False
     """A guardrail tripped inside the sub-agent ends the whole run instead of becoming
     ``ERROR: ...`` text for the caller."""
@@ -253,7 +255,7 @@ class AgentTool(BaseTool):
         if isinstance(admitted, ToolOutcome):
             return admitted
         state, failure = await self.run(admitted, tcx)
-        return self.report(state, failure, tcx)
+        return await self.report(state, failure, tcx)
 
     async def admit(
         self, arguments: dict[str, Any], tcx: ToolCallContext
@@ -303,7 +305,7 @@ class AgentTool(BaseTool):
             budgets = (*budgets, budget)
         state = AgentRun(
             agent,
-            resumed_history(ctx, path) or [Message.user(admitted.text)],
+            resumed_history(ctx, path, tcx.call_id) or [Message.user(admitted.text)],
             depth,
             path,
             (*caller.lineage, agent),
@@ -314,21 +316,21 @@ class AgentTool(BaseTool):
         trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
         status, failure = "ok", None
         try:
-            await answer_pending(state, ctx)  # a resumed run: the calls it was waiting on
-            await within(agent_loop(state, ctx, self.max_turns or agent.max_turns), self.timeout)
+            turns = self.max_turns or agent.max_turns
+            await within(_resumed_then_loop(state, ctx, turns), self.timeout)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 status = "cancelled"
                 raise
             if isinstance(exc, RunPaused):
-                keep_paused(ctx, state)
-            if _ends_the_run(exc, self.propagate_guardrails):
+                keep_paused(ctx, state, tcx.call_id)
+            if ends_the_run(exc, self.propagate_guardrails):
                 status = "error"
                 raise
             failure = self._failure(exc, state)
             status = failure.status
         finally:
-            _discard(ctx.active, state)
+            discard(ctx.active, state)
             trace.close_open_under(span, "cancelled" if status == "ok" else status)
             trace.end(span, status, turns=state.turns)
             trace.log(
@@ -342,11 +344,12 @@ class AgentTool(BaseTool):
             )
         return state, failure
 
-    def report(
+    async def report(
         self, state: AgentRun, failure: ToolOutcome | None, tcx: ToolCallContext
     ) -> ToolOutcome:
-        """What the caller reads: the answer (or the extractor's), cut to ``max_result_chars``;
-        for a failure, what went wrong and the partial answer."""
+        """What the caller reads: the answer (or the extractor's, awaited when it is async),
+        cut to ``max_result_chars``; for a failure, what went wrong and the partial answer.
+        An extractor that raises is a failed call, told to the caller like any other."""
         if failure is not None:
             if state.last_text:
                 partial = f" Partial result: {truncate(state.last_text, 500)}"
@@ -365,7 +368,13 @@ class AgentTool(BaseTool):
             tcx.run,
             path=state.path,
         )
-        return ToolOutcome.ok(truncate(self.extractor(result), self.max_result_chars))
+        try:
+            extracted = self.extractor(result)
+            if inspect.isawaitable(extracted):
+                extracted = await extracted
+        except Exception as exc:
+            return ToolOutcome.error(f"{self.name}'s extractor failed: {type(exc).__name__}: {exc}")
+        return ToolOutcome.ok(clip_result(extracted, self.max_result_chars))
 
     def _failure(self, exc: BaseException, state: AgentRun) -> ToolOutcome:
         for kind, status, template in _FAILURES:
@@ -421,14 +430,11 @@ class AgentTool(BaseTool):
         return f"AgentTool({self.name!r} -> {self.agent.name!r})"
 
 
-def _discard(active: list[AgentRun], state: AgentRun) -> None:
-    """Remove ``state`` from the running agents, found by identity: ``list.remove`` would
-    compare it field by field with each run before it."""
-    for i in range(len(active) - 1, -1, -1):
-        if active[i] is state:
-            del active[i]
-            return
-    raise ValueError("the sub-agent's run is not among the running agents")
+async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+    """The sub-agent's loop; in a resumed run, first the calls it was waiting on (within the
+    tool's timeout, like the rest)."""
+    await answer_pending(state, ctx)
+    return await agent_loop(state, ctx, max_turns)
 
 
 def _list_as_tool_keywords() -> None:

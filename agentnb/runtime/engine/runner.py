@@ -36,10 +36,16 @@ from ...trace.tokens import preload
 from ...words import plural
 from ..agents.agent import Agent, model_client
 from ..agents.instructions import system_prompt
-from ..agents.output import validation_errors
+from ..agents.output import OutputSpec, validation_errors
 from ..agents.output_validators import retried, validated_output
 from ..agents.prompt import section_sizes
-from ..agents.settings import after_tool_calls, stopping_call, turn_settings
+from ..agents.settings import (
+    FunctionToolResult,
+    after_tool_calls,
+    decided,
+    stopping_call,
+    turn_settings,
+)
 from ..data.approvals import Paused, pause_run
 from ..data.context import RunContext, TokenBudget
 from ..data.deadline import DeadlinePassed, within
@@ -79,7 +85,11 @@ from ..tools.function import BaseTool, read_arguments
 
 @shows_run_keywords
 async def run(
-    agent: Agent, input: str | list[Message], **options: Unpack[RunKeywords]
+    agent: Agent,
+    input: str | list[Message],
+    *,
+    parent: ToolCallContext | None = None,
+    **options: Unpack[RunKeywords],
 ) -> RunResult:
     """Run ``agent`` on ``input`` and return a `RunResult` (never raises once started).
 
@@ -94,7 +104,16 @@ async def run(
     (``listeners``, the older ``fn(event, span)`` form, are deprecated). A hook or ``on_event`` that raises
     ends the run with its exception as the error. Every option is described on `RunOptions`;
     a bad one raises `UserError` before the run starts.
+
+    ``parent`` (the `ToolCallContext` of a running tool) makes this run a child of that tool's
+    run, as ``await ctx.delegate(agent, input)`` does: it then takes only ``max_turns`` and
+    ``timeout`` (the rest is the calling run's); see `agentnb.runtime.engine.delegation`.
     """
+    if parent is not None:
+        from .delegation import check_parent
+
+        check_parent(parent, options, "run")
+        return await _run_child(parent, agent, input, **options)  # type: ignore[misc]
     return await execute(agent, input, start_context(agent, input, RunOptions.of(**options)))
 
 
@@ -171,7 +190,9 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     except CallbackRaised as exc:
         root_span, raised = trace.spans[-1], exc.error
     messages = _initial_messages(input, ctx)
-    state = AgentRun(agent, messages, 0, agent.name, (agent,), root_span)
+    ctx.inputs = tuple(messages)
+    path = agent.name if ctx.resumed is None else ctx.resumed.path  # resumed after a handoff
+    state = AgentRun(agent, messages, 0, path, (agent,), root_span)
     if ctx.limits.max_tokens is not None:
         state.budgets = (TokenBudget(ctx.limits.max_tokens, "the run", fatal=True),)
     ctx.root = state
@@ -182,12 +203,10 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     try:
         if raised is not None:
             raise CallbackRaised(raised)
-        if ctx.resumed is not None:  # agentnb.resume: the calls the pause left, decided
-            await ctx.resumed(state, ctx)
         timeout = ctx.limits.timeout
         try:
             turns = ctx.max_turns or agent.max_turns
-            output = await within(agent_loop(state, ctx, turns), timeout)
+            output = await within(_resumed_then_loop(state, ctx, turns), timeout)
         except DeadlinePassed:
             raise RunTimeout(
                 f"The run did not finish within its timeout of {timeout:g} s."
@@ -212,6 +231,14 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         except CallbackRaised as exc:  # the run's on_event raised at its end
             result = build_result(ctx, None, exc.error)
     return result
+
+
+async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+    """The agent's loop; in a resumed run, first the calls the pause left, decided (within the
+    run's timeout, like the rest)."""
+    if ctx.resumed is not None:
+        await ctx.resumed(state, ctx)
+    return await agent_loop(state, ctx, max_turns)
 
 
 def _finish(
@@ -265,6 +292,7 @@ def build_result(ctx: RunContext, output: Any, error: BaseException | None) -> R
         messages=state.messages,
         context=ctx,
         partial=state.last_text if error is not None else None,
+        inputs=ctx.inputs,
     )
 
 
@@ -387,7 +415,11 @@ async def _turns(
         if agent.input_guardrails
         else None
     )
-    for turn in range(1, max_turns + 1):
+    first = 1
+    if state.resumed_at is not None:  # the resumed turn called tools: go on as after one
+        first, state.resumed_at = state.resumed_at + 1, None
+        settings = after_tool_calls(settings)
+    for turn in range(first, max_turns + 1):
         state.turns = turn
         request = ModelRequest(
             system, list(state.messages), specs, schema, agent.name, settings=settings
@@ -406,15 +438,16 @@ async def _turns(
             if response.text:  # what it said so far: the partial result if a limit cuts it
                 state.last_text = response.text
             step = await _run_tools(calls, tools, state, ctx, turn)
+            if ctx.ended is not None:  # a run a tool started failed in a way that ends this one
+                raise ctx.ended
             if isinstance(step, NextStepHandoff):
                 return step
             if agent.tool_use_behavior != "run_llm_again":
-                stop = stopping_call(agent.tool_use_behavior, calls)
-                if stop is not None:  # the tool's result is the answer: no further model call
-                    answer = _tool_result(state.messages, calls[stop].id)
-                    _never_an_error_as_answer(calls[stop], answer, state, ctx)
-                    return await _finish_agent(answer, state, ctx, turn)
-            settings = after_tool_calls(settings)
+                final = await _output_from_tools(calls, tools, state, ctx, structured)
+                if final is not None:  # a tool's result is the answer: no further model call
+                    return await _finish_agent(final.output, state, ctx, turn)
+            if agent.reset_tool_choice:
+                settings = after_tool_calls(settings)
             continue
         text = response.text or ""
         state.last_text = text
@@ -473,10 +506,59 @@ async def _finish_agent(
     return NextStepFinalOutput(output)
 
 
-def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: RunContext) -> None:
-    """Raise `ToolFailed` when the call whose result was to end the run failed (its span's
-    status is ``error`` or ``timeout``): a tool error is never the answer of a run that
-    succeeded."""
+async def _output_from_tools(
+    calls: list[ToolCall],
+    tools: dict[str, BaseTool],
+    state: AgentRun,
+    ctx: RunContext,
+    structured: OutputSpec | None,
+) -> NextStepFinalOutput | None:
+    """The agent's output from its tools' results under its ``tool_use_behavior``, or None
+    when the model is to be asked again. Text is read as the ``output_type`` when there is one."""
+    behavior = running(state).tool_use_behavior
+    if callable(behavior):  # fn(ctx, results), openai-agents' form
+        results = [
+            FunctionToolResult(
+                tools.get(c.name),
+                c,
+                _tool_result(state.messages, c.id),
+                _call_status(c, ctx) not in ("error", "timeout"),
+            )
+            for c in calls
+        ]
+        verdict = await decided(behavior, ctx, results)
+        if not verdict.is_final_output:
+            return None
+        output = verdict.final_output
+        if structured is not None and isinstance(output, str):
+            output = _typed(output, structured, state, "tool_use_behavior=fn(ctx, results)")
+        return NextStepFinalOutput(output)
+    stop = stopping_call(behavior, calls)
+    if stop is None:
+        return None
+    answer = _tool_result(state.messages, calls[stop].id)
+    _never_an_error_as_answer(calls[stop], answer, state, ctx)
+    if structured is not None:
+        return NextStepFinalOutput(
+            _typed(answer, structured, state, f"the tool {calls[stop].name!r}")
+        )
+    return NextStepFinalOutput(answer)
+
+
+def _typed(text: str, structured: OutputSpec, state: AgentRun, source: str) -> Any:
+    """A tool's result read as the agent's output type (no model call is left to re-ask)."""
+    try:
+        return structured.validate(text)
+    except ValidationError as exc:
+        raise OutputValidationError(
+            f"{state.agent.name}'s output from {source} (tool_use_behavior) did not match "
+            f"{structured.schema.name}: {validation_errors(exc)}. Return a value of the "
+            "output type from the tool, or drop output_type."
+        ) from None
+
+
+def _call_status(call: ToolCall, ctx: RunContext) -> str | None:
+    """The status of the span of tool call ``call`` (None: no span was found)."""
     span = next(
         (
             s
@@ -485,7 +567,14 @@ def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: R
         ),
         None,
     )
-    if span is None or span.status not in ("error", "timeout"):
+    return None if span is None else span.status
+
+
+def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: RunContext) -> None:
+    """Raise `ToolFailed` when the call whose result was to end the run failed (its span's
+    status is ``error`` or ``timeout``): a tool error is never the answer of a run that
+    succeeded."""
+    if _call_status(call, ctx) not in ("error", "timeout"):
         return
     behavior = running(state).tool_use_behavior
     raise ToolFailed(
@@ -683,7 +772,7 @@ async def _run_tool(
             if isinstance(arguments, ToolOutcome):  # not a JSON object: the model is told
                 outcome = arguments
             else:
-                tcx = ToolCallContext(ctx, span, call.id, state, call.arguments)
+                tcx = ToolCallContext(ctx, span, call.id, state, call.arguments, _run_child)
                 outcome = await (
                     invoke_checked(tool, arguments, tcx)
                     if tool.checked
@@ -696,3 +785,18 @@ async def _run_tool(
     if watchers is not None and not isinstance(outcome.message, Paused):
         await watchers.tool_ended(ctx, state, span, call, outcome)
     return outcome
+
+
+async def _run_child(
+    parent: ToolCallContext,
+    agent: Agent,
+    input: str | list[Message],
+    *,
+    max_turns: int | None = None,
+    timeout: float | None = None,
+) -> RunResult:
+    """`ToolCallContext.delegate` and ``run(parent=...)``: a child run of a tool call
+    (`agentnb.runtime.engine.delegation`, which imports this module: imported when used)."""
+    from .delegation import run_child
+
+    return await run_child(agent, input, parent, max_turns=max_turns, timeout=timeout)

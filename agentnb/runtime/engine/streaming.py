@@ -141,6 +141,7 @@ class RunStream(Generic[T]):
         self._work = work
         self._events: deque[Event] = deque()
         self._wake: asyncio.Event | None = None
+        self._reader: asyncio.Task[Any] | None = None  # the task waiting in __anext__, if any
         self._forward: Callable[[Event | None], None] | None = None
         self._task: asyncio.Future[T] | None = None
         self._final: T | None = None
@@ -175,16 +176,27 @@ class RunStream(Generic[T]):
         return self
 
     async def __anext__(self) -> Event:
-        while not self._events:
-            if self._done:
-                if self._error is not None:
-                    raise self._error
-                raise StopAsyncIteration
-            if self._wake is None:
-                self._wake = asyncio.Event()
-            self._wake.clear()
-            await self._wake.wait()
-        return self._events.popleft()
+        reader = asyncio.current_task()
+        if self._reader is not None and self._reader is not reader:
+            raise UserError(
+                f"run_streamed({self.name}, ...) is already read by another `async for`: each "
+                "event goes to one reader, so two would each see part of the run. Read it once "
+                "and pass the events on (await stream.result() gives the result alone)."
+            )
+        self._reader = reader
+        try:
+            while not self._events:
+                if self._done:
+                    if self._error is not None:
+                        raise self._error
+                    raise StopAsyncIteration
+                if self._wake is None:
+                    self._wake = asyncio.Event()
+                self._wake.clear()
+                await self._wake.wait()
+            return self._events.popleft()
+        finally:
+            self._reader = None
 
     def _start(self) -> asyncio.Future[T]:
         if self._task is None:

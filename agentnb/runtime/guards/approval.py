@@ -184,15 +184,17 @@ async def decide(
             needed = await off_loop(needs_approval, *args)
         except Exception as exc:
             reason = f"needs_approval raised {type(exc).__name__}: {exc}"
-            _record(ctx, caller, pending, arguments, "needs_approval", False, reason, 0.0)
+            _record(ctx, caller, pending, arguments, "needs_approval", False, reason, 0.0, tcx)
             return f"call to {pending.tool} rejected: {reason}"
         if not needed:
             return None
-    if tcx.call_id in ctx.preapproved:  # approved on agentnb.resume (recorded there)
-        ctx.preapproved.discard(tcx.call_id)
-        return None
+    granted = ctx.preapproved.pop((caller.path, tcx.call_id), None)
+    if granted is not None:  # approved on agentnb.resume (recorded there): this exact call only
+        if granted.matches(pending.tool, tcx.arguments, arguments):
+            return None
+        return f"call to {pending.tool} rejected: it is not the call that was approved"
     if ctx.approver == PAUSE:
-        return paused_call(ctx, caller, pending.tool, tcx.call_id, arguments)
+        return paused_call(ctx, caller, pending.tool, tcx.call_id, arguments, tcx.arguments)
     approver = ctx.approver if ctx.approver is not None else default_approver(pending)
     span = trace.start(
         "approval",
@@ -216,7 +218,7 @@ async def decide(
     trace.end(span, status, approved=verdict.approved, reason=verdict.reason, wait_s=waited)
     tcx.span.attrs["approval_wait_s"] = waited
     who = str(getattr(approver, "__name__", type(approver).__name__))
-    _record(ctx, caller, pending, arguments, who, verdict.approved, verdict.reason, waited)
+    _record(ctx, caller, pending, arguments, who, verdict.approved, verdict.reason, waited, tcx)
     if verdict.approved:
         return None
     return f"call to {pending.tool} rejected: {verdict.reason or 'no reason given'}"
@@ -231,21 +233,49 @@ def _record(
     approved: bool,
     reason: str,
     waited: float,
+    tcx: ToolCallContext,
 ) -> None:
-    """A decision, as a log line of the trace and a row of ``result.approvals``."""
+    record_decision(
+        ctx,
+        caller,
+        pending.agent,
+        pending.tool,
+        arguments,
+        who,
+        approved,
+        reason,
+        waited,
+        tcx.call_id,
+    )
+
+
+def record_decision(
+    ctx: Any,
+    caller: AgentRun,
+    target: str,
+    tool: str,
+    arguments: Any,
+    who: str,
+    approved: bool,
+    reason: str,
+    waited: float,
+    call_id: str,
+) -> None:
+    """A decision, as a log line of the trace and a row of ``result.approvals`` (also used
+    by `agentnb.resume` for the decisions given to it)."""
     ctx.trace.log(
         "approval",
         depth=caller.depth,
         path=caller.path,
-        agent=pending.agent,
-        tool=pending.tool,
+        agent=target,
+        tool=tool,
         approved=approved,
         reason=reason,
         wait_s=waited,
     )
     ctx.approvals.append(
         ApprovalRecord(
-            pending.tool,
+            tool,
             arguments,
             who,
             "approved" if approved else "rejected",
@@ -253,6 +283,7 @@ def _record(
             ctx.trace.now(),
             waited,
             caller.path,
+            call_id,
         )
     )
 

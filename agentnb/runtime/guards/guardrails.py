@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
 from ... import checks
-from ...errors import GuardrailTripped, UserError
+from ...errors import CallbackRaised, GuardrailTripped, UserError
 from ...models.types import Message, ModelResponse
 from ..data.callbacks import check_callable
+from ..data.events import being_cancelled
 from ..data.off_loop import off_loop
 from ..data.outcome import to_text
 from ..data.state import AgentRun
@@ -166,7 +167,14 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
             result = await _ask_agent(guard, value, state, ctx, span)
         else:
             assert guard.fn is not None
-            result = await off_loop(guard.fn, ctx, agent, value)
+            try:
+                result = await off_loop(guard.fn, ctx, agent, value)
+            except asyncio.CancelledError:
+                if being_cancelled():  # the run is being cancelled, not failing
+                    raise
+                # raised by the guardrail itself: the run ends with it (RunCancelled), as a
+                # hook's would, instead of it leaving run_sync as the run's own cancellation
+                raise CallbackRaised(asyncio.CancelledError()) from None
         if not isinstance(result, GuardrailResult):
             raise UserError(
                 f"Guardrail {guard.name!r} returned {type(result).__name__}; it must return "

@@ -23,9 +23,10 @@ from pydantic import BaseModel, PydanticUserError, ValidationError
 from pydantic_core import from_json
 
 from ... import checks
-from ...errors import AgentnbWarning, UserError
+from ...errors import AgentnbWarning, CallbackRaised, UserError
 from ...models.types import ToolSpec
 from ..data.callbacks import check_callable
+from ..data.events import being_cancelled
 from ..data.outcome import ToolOutcome
 from ..data.outcome import to_text as to_text
 from ..data.transfer import Transfer
@@ -137,7 +138,11 @@ class Tool(BaseTool):
                 if inspect.isawaitable(value):
                     value = await value
         except asyncio.CancelledError:
-            raise
+            if being_cancelled():  # the run is being cancelled, not failing
+                raise
+            # raised by the tool itself: the run ends with it (RunCancelled), as a hook's would,
+            # instead of it leaving run_sync as the run's own cancellation
+            raise CallbackRaised(asyncio.CancelledError()) from None
         except Exception as exc:  # the model gets the error and may recover
             return ToolOutcome.error(f"{self.name} failed: {type(exc).__name__}: {exc}")
         if isinstance(value, Transfer):

@@ -12,6 +12,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, create_model
 
 from ...errors import UserError
+from ..data.context import RunContext
 from .context import ToolCallContext
 
 
@@ -32,6 +33,11 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return summary, args
 
 
+def _is_run_context(annotation: Any) -> bool:
+    """Whether ``annotation`` is agentnb's `RunContext` (a floor below the tools)."""
+    return annotation is RunContext
+
+
 def arguments_model(
     fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]
 ) -> tuple[type[BaseModel], str | None]:
@@ -45,6 +51,12 @@ def arguments_model(
         if annotation is ToolCallContext:
             context_param = pname
             continue
+        if _is_run_context(annotation):
+            raise UserError(
+                f"Tool {tool_name!r}: parameter {pname!r} is typed RunContext; a tool is given "
+                "its context as agentnb.ToolCallContext (ctx.run is the RunContext): annotate "
+                f"it `{pname}: ToolCallContext`."
+            )
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise UserError(
                 f"Tool {tool_name!r}: *args and **kwargs cannot be described to a model; name each parameter."

@@ -370,9 +370,8 @@ FAULTS: dict[str, Fault] = {
         seen=1,
         status=200,
         says="(it is not valid JSON)",
-        # a stream's lines are decoded as browsers decode server-sent events: the byte that
-        # is not UTF-8 becomes U+FFFD and the answer comes through
-        in_stream={"ok": True, "status": None, "output": "caf\ufffd"},
+        # refused in a stream as in a whole reply, not read with U+FFFD in its place
+        in_stream={"status": None, "says": "a stream that is not valid UTF-8"},
     ),
     "401-echoing-the-key": Fault(
         _error(401, f"Incorrect API key provided: {MASKED}. Your key {KEY} was refused."),
@@ -628,6 +627,8 @@ def test_a_coordinator_whose_one_sub_agent_meets_the_fault(name, provider, tmp_p
         assert helper_span.status == "ok"
     else:
         kind = "StreamBroken" if fault.says.startswith(BROKEN) else "ModelHTTPError"
+        if "a reply that is not" in fault.says or "not valid JSON" in fault.says:
+            kind = "UnreadableReply"  # a 200 that cannot be read: a ModelHTTPError too
         assert told["helper"].startswith(f"ERROR: helper failed: {kind}: ")
         assert fault.says in told["helper"]
         assert helper_span.status == "error"

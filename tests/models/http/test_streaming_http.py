@@ -243,3 +243,24 @@ def test_a_server_that_rejects_stream_options_is_streamed_without_usage():
     assert "stream_options" in server.bodies[0] and "stream_options" not in server.bodies[1]
     events = result.spans[2].attrs["events"]
     assert {"event": "stream_options_dropped", "status": 400} in events
+
+
+def test_streamed_calls_reuse_their_connection():
+    # A stream's body is read to its end after [DONE], so closing it keeps the connection
+    # in the pool: a closed-early body would cost every streamed call a new connection.
+    from benchmarks.sse_server import KeepAliveStreamServer
+
+    with KeepAliveStreamServer("Hello there, streamed.") as server:
+        model = gpt(server)  # type: ignore[arg-type]
+        agent = a.Agent("a", "Be brief.", model=model)
+        try:
+            results = [stream(agent, f"question {i}")[1] for i in range(20)]
+        finally:
+            model.close()  # the pooled connection, kept alive by the server
+        assert [r.output for r in results] == ["Hello there, streamed."] * 20
+        assert server.requests == 20
+        assert server.connections <= 2
+    assert all(body["stream"] is True for body in server.bodies)
+    assert [body["messages"][-1]["content"] for body in server.bodies] == [
+        f"question {i}" for i in range(20)
+    ]

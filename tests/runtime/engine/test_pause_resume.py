@@ -95,7 +95,7 @@ def test_approvals_must_cover_every_waiting_call():
     agent, _ = build()
     paused = a.run_sync(agent, "Refund order 7", approver="pause")
 
-    with pytest.raises(a.UserError, match="must decide each waiting call"):
+    with pytest.raises(a.UserError, match="not a waiting call"):
         a.run_sync(a.resume(agent, paused.to_state(), {"call_x": True}))
     with pytest.raises(a.UserError, match="to_state"):
         a.run_sync(a.Agent("w", "x", a.ScriptedModel([a.say("ok")])), "go").to_state()

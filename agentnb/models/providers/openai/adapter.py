@@ -23,12 +23,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from types import ModuleType
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from .... import checks
 from ....errors import ModelHTTPError, UserError
 from ...deltas import StreamItem
 from ...http.model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
-from ...http.rules import Backoff, Failure, Secret
+from ...http.rules import Backoff, Failure, Secret, is_loopback
 from ...local_server import tokenizer as tokenizing
 from ...request_fields import extra_body
 from ...types import ModelRequest, ModelResponse
@@ -56,7 +57,8 @@ class OpenAIModel(HTTPModel):
     needs no key (``OPENAI_BASE_URL`` works too). Pass ``client=`` to use a configured
     ``openai.AsyncOpenAI`` / ``AsyncAzureOpenAI`` as is (it is then shared by every loop).
 
-    - ``max_concurrency``: requests in flight at once, per event loop; the rest wait their turn.
+    - ``max_concurrency``: requests in flight at once for this model, across every thread
+      and event loop of the process; the rest wait their turn.
     - ``timeout``: seconds one attempt may take as a whole, from connecting to the last byte
       of the reply (a reply that trickles in is cut off too; a streamed reply is bounded as a
       whole the same way); then it is retried.
@@ -80,9 +82,10 @@ class OpenAIModel(HTTPModel):
       OpenAI's (``agentnb.local_model()`` sets the one for llama-cpp-python's server).
     - ``tokenizer``: what agentnb counts this model's tokens with (the ``tokens_method``
       column says which was used). ``"auto"``: the encoding of an OpenAI model's family
-      (``gpt-4o`` → ``o200k_base``), else, for a server given by ``base_url``, the server's
-      own tokenize endpoint (llama.cpp, llama-cpp-python, vLLM), else the provider's reported
-      usage. Or name one: ``"o200k_base"``, ``"cl100k_base"``, ``"server"``, ``"provider"``.
+      (``gpt-4o`` → ``o200k_base``), else, for a server on this machine (a loopback
+      ``base_url``), the server's own tokenize endpoint (llama.cpp, llama-cpp-python, vLLM),
+      else the provider's reported usage. ``"server"`` asks the ``base_url``'s server
+      whatever its host (each text counted is sent there, with the model's credentials). Or name one: ``"o200k_base"``, ``"cl100k_base"``, ``"server"``, ``"provider"``.
 
     A pickled copy (a sweep on other processes) carries no key: it reads ``OPENAI_API_KEY``
     where it runs. A model made with ``client=`` cannot be pickled.
@@ -153,15 +156,15 @@ class OpenAIModel(HTTPModel):
     def _choose_tokenizer(self, choice: str) -> str | tokenizing.ServerTokenizer:
         """What `tokenizer` means for this model and server (see the class docstring)."""
         url = self._url or (str(self._client.base_url) if self._client is not None else None)
-        local = url is not None and self.host not in url
         if choice == tokenizing.AUTO:
             encoding, _ = tokenizing.family_encoding(self.model)
             if encoding is not None:
                 return encoding
-            choice = tokenizing.SERVER if local else tokenizing.PROVIDER
+            # Counting sends every text to the server: unasked, only to this machine's.
+            choice = tokenizing.SERVER if is_loopback(url) else tokenizing.PROVIDER
         if choice != tokenizing.SERVER:
             return choice
-        if url is None or not local:
+        if url is None or self.host in (urlsplit(url).hostname or ""):
             raise UserError(
                 f"OpenAIModel({self.model!r}, tokenizer='server') counts with the tokenize "
                 "endpoint of the server given by base_url=...; OpenAI's API has none: use "
@@ -170,7 +173,7 @@ class OpenAIModel(HTTPModel):
         key = self._key
         if key is None and self._client is not None:
             key = Secret(str(getattr(self._client, "api_key", "") or ""))
-        return tokenizing.ServerTokenizer(url, self.model, key)
+        return tokenizing.ServerTokenizer(url, self.model, key, headers=self._url_headers)
 
     def _sdk(self) -> ModuleType:
         import openai

@@ -212,6 +212,24 @@ def _text(content: Any) -> str:
     return "".join(p.get("text") or p.get("refusal") or "" for p in content or [])
 
 
+def _tool_output(output: Any) -> str:
+    """A ``function_call_output``'s output as the model reads it: text as it is; a list of
+    content parts (what openai-agents sends for an MCP tool's result) as its texts, a part
+    with no text (an image, a file) named by its type; anything else as JSON."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        texts = []
+        for part in output:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            else:
+                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+                texts.append(f"[{kind}]")
+        return "\n".join(texts)
+    return json.dumps(output, default=str)
+
+
 def _request(body: dict[str, Any], items: list[dict[str, Any]]) -> ModelRequest:
     """The request the model is asked: the whole conversation as agentnb's messages."""
     messages: list[Message] = []
@@ -227,7 +245,8 @@ def _request(body: dict[str, Any], items: list[dict[str, Any]]) -> ModelRequest:
             else:
                 messages.append(Message.assistant(None, (call,)))
         elif kind == "function_call_output":
-            messages.append(Message("tool", str(item.get("output")), tool_call_id=item["call_id"]))
+            output = _tool_output(item.get("output"))
+            messages.append(Message("tool", output, tool_call_id=item["call_id"]))
         # reasoning and hosted-tool items stay in the stored conversation, unseen by the model
     tools = [
         ToolSpec(t["name"], t.get("description") or "", t.get("parameters") or {})

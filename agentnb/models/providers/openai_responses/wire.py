@@ -225,6 +225,8 @@ def response_from_wire(reply: Any) -> tuple[ModelResponse, str | None]:
     output = getattr(reply, "output", None)
     if output is None:
         raise MalformedReply("it has no output")
+    if not isinstance(output, list):
+        raise MalformedReply(f"its output is {type(output).__name__}, not a list of items")
     status = getattr(reply, "status", None)
     if status == "failed":
         error = getattr(reply, "error", None)
@@ -235,11 +237,16 @@ def response_from_wire(reply: Any) -> tuple[ModelResponse, str | None]:
     for item in output:
         kind = getattr(item, "type", None)
         if kind == "message":
-            for part in getattr(item, "content", None) or []:
+            content = getattr(item, "content", None) or []
+            if not isinstance(content, list):
+                raise MalformedReply(
+                    f"a message's content is {type(content).__name__}, not a list of parts"
+                )
+            for part in content:
                 if getattr(part, "type", None) == "output_text":
-                    texts.append(part.text or "")
+                    texts.append(_text(part.text, "an output_text"))
                 elif getattr(part, "type", None) == "refusal":
-                    texts.append(part.refusal or "")
+                    texts.append(_text(part.refusal, "a refusal"))
                     events.append({"event": "refusal"})
         elif kind == "function_call":
             name = getattr(item, "name", None)
@@ -265,6 +272,12 @@ def response_from_wire(reply: Any) -> tuple[ModelResponse, str | None]:
         events=events,
     )
     return response, getattr(reply, "id", None)
+
+
+def _text(value: Any, what: str) -> str:
+    if value is None or isinstance(value, str):
+        return value or ""
+    raise MalformedReply(f"{what} part's text is {type(value).__name__}, not a string")
 
 
 def _reasoning_event(item: Any) -> dict[str, Any]:
