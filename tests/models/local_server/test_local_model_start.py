@@ -175,8 +175,9 @@ def test_a_fixed_port_is_usable_again_right_after_its_server_stopped(fake):
         conn.sendall(b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
         conn.recv(100)
     server.stop()
-    with socket.socket() as plain, pytest.raises(OSError):  # what the old check did
-        plain.bind(("127.0.0.1", port))
+    # (a plain bind, the old check, fails here while the port is in TIME_WAIT; whether the
+    # server's side of that connection is left in TIME_WAIT depends on which side closed first,
+    # so that is not asserted: the restart below must work either way)
     server.start()  # at once, on the same port
     try:
         assert server.running and server.base_url == f"http://127.0.0.1:{port}/v1"
