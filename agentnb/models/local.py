@@ -246,6 +246,11 @@ class LocalModel:
             tool_choices=LLAMA_CPP_TOOL_CHOICES,
             **{"name": alias, "tokenizer": "server", **self.model_options},
         )
+        # a response-cache key names the model file and how it is served, not the port
+        self.model.endpoint_id = {
+            "local_model": alias, "file": str(path), "bytes": _size(path),
+            "chat_format": self.chat_format, "n_ctx": self.n_ctx,
+        }  # fmt: skip
         return self.model
 
     def _wait_until_ready(self, base_url: str, port: int, started: float) -> None:
@@ -386,6 +391,13 @@ def local_model(
         server_args=server_args,
         **model_options,
     )
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _alias(path: Path) -> str:
