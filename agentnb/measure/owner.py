@@ -88,7 +88,7 @@ def _lock(handle: IO[str]) -> bool:
 
     try:  # pragma: no cover
         handle.seek(0)
-        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]
+        msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
     except OSError:  # pragma: no cover
         return False
     return True  # pragma: no cover
