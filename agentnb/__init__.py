@@ -6,9 +6,10 @@ traced with what it was sent, so cost and latency become pandas tables and figur
 
 # Imports sorted by module (as ruff keeps them); __all__ below lists the names layer by layer.
 
-from . import filters
+from . import _aliases, filters  # noqa: F401  (_aliases: old module paths import, see its docstring)
 from .errors import (
     AgentnbError,
+    AgentnbWarning,
     AgentRunError,
     BudgetExceeded,
     GuardrailTripped,
@@ -25,13 +26,15 @@ from .errors import (
     ScriptExhausted,
     StreamBroken,
     ToolFailed,
+    UnreadableReply,
     UserError,
 )
 from .measure import scenarios
 from .measure.caching import cache_estimate
 from .measure.critical import critical_path
-from .measure.experiment import experiment
-from .measure.pareto import pareto
+from .measure.experiments.runs import experiment
+from .measure.experiments.stored import Experiment, compare, open_experiment
+from .measure.frontier import pareto
 from .measure.prices import (
     Price,
     Prices,
@@ -39,8 +42,7 @@ from .measure.prices import (
 )
 from .measure.rounds import verifier_table
 from .measure.sections import section_costs
-from .measure.stored import Experiment, compare, open_experiment
-from .measure.sweep import sweep
+from .measure.sweeps import sweep
 from .measure.tables import (
     breakdown,
     breakdown_growth,
@@ -48,6 +50,7 @@ from .measure.tables import (
     cost_table,
     latency_series,
 )
+from .measure.tool_sources import tool_sources
 from .models import (
     FunctionModel,
     Message,
@@ -56,20 +59,19 @@ from .models import (
     ModelResponse,
     ModelSettings,
     ScriptedModel,
+    TestModel,
     ToolCall,
     ToolSpec,
     Usage,
     say,
     tool_call,
 )
-from .models.anthropic import AnthropicModel
-from .models.local import LocalModel, local_model
-from .models.openai import OpenAIModel
-from .models.openai_responses import HostedTool, OpenAIResponsesModel
-from .models.recording import (
-    record,
-    replay,
-)
+from .models.local_server.model import LocalModel, local_model
+from .models.providers.anthropic.adapter import AnthropicModel
+from .models.providers.openai.adapter import OpenAIModel
+from .models.providers.openai_responses.adapter import HostedTool, OpenAIResponsesModel
+from .models.recorded.recorder import record, replay
+from .models.types import messages_from_json, messages_to_json
 from .patterns import (
     ChainResult,
     FanOut,
@@ -113,6 +115,7 @@ from .runtime import (
     RunEnded,
     RunOptions,
     RunResult,
+    RunState,
     RunStream,
     SpanEnded,
     SpanStarted,
@@ -133,10 +136,10 @@ from .runtime import (
     team,
     tool,
 )
-from .runtime.agents.settings import StopAtTools
+from .runtime.agents.settings import FunctionToolResult, StopAtTools, ToolsToFinalOutputResult
+from .runtime.data.approvals import ApprovalRecord
 from .runtime.guards.approval import (
     Approval,
-    ApprovalRecord,
     PendingCall,
     approve_all,
     reject_all,
@@ -167,10 +170,10 @@ _NOTEBOOK = ("RunMonitor", "SweepDashboard", "TraceExplorer", "define_agent", "r
 
 def __getattr__(name: str) -> object:
     # agentnb.plot loads matplotlib: imported on first use so that `import agentnb` stays light.
-    if name == "plot":
+    if name in ("plot", "mcp"):  # agentnb.mcp: MCP servers' tools (the SDK loads when used)
         import importlib
 
-        return importlib.import_module(".plot", __name__)
+        return importlib.import_module(f".{name}", __name__)
     if name in _NOTEBOOK:  # the notebook layer loads IPython and ipywidgets: on first use too
         from . import notebook
 
@@ -188,6 +191,7 @@ def load_ipython_extension(ipython: object) -> None:
 __all__ = [
     # errors
     "AgentnbError",
+    "AgentnbWarning",
     "AgentRunError",
     "BudgetExceeded",
     "GuardrailTripped",
@@ -204,6 +208,7 @@ __all__ = [
     "ScriptExhausted",
     "StreamBroken",
     "ToolFailed",
+    "UnreadableReply",
     "UserError",
     # models
     "AnthropicModel",
@@ -218,6 +223,7 @@ __all__ = [
     "OpenAIModel",
     "OpenAIResponsesModel",
     "ScriptedModel",
+    "TestModel",
     "ToolCall",
     "ToolSpec",
     "Usage",
@@ -247,7 +253,10 @@ __all__ = [
     "RunContext",
     "RunOptions",
     "RunResult",
+    "RunState",
     "StopAtTools",
+    "FunctionToolResult",
+    "ToolsToFinalOutputResult",
     "TeamTool",
     "Tool",
     "ToolCallContext",
@@ -323,8 +332,12 @@ __all__ = [
     "open_experiment",
     "pareto",
     "plot",
+    "mcp",
+    "messages_from_json",
+    "messages_to_json",
     "scenarios",
     "section_costs",
+    "tool_sources",
     "sweep",
     "verifier_table",
     # notebook (imported on first use)

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _serve_local(path: str | None, port: int | None, n_ctx: int) -> int:
     from .errors import UserError
-    from .models.local import local_model
+    from .models.local_server.model import local_model
 
     try:
         server = local_model(path, port=port, n_ctx=n_ctx)

@@ -137,6 +137,13 @@ class StreamBroken(ModelHTTPError):
     """
 
 
+class UnreadableReply(ModelHTTPError, ModelBehaviorError):
+    """The server's reply, whole or streamed, is not what its API says: it cannot be read
+    (not valid UTF-8, an output that is not a list), or a stream's end disagrees with what
+    was streamed. Not retried: the same server would send it again.
+    """
+
+
 class ReplayMismatch(AgentRunError):
     """A replayed run sent a request that differs from the recording."""
 
@@ -145,6 +152,11 @@ class RunPaused(AgentRunError):
     """The run stopped at calls that need approval (``approver="pause"``): the result's
     ``interruptions`` lists them and ``agentnb.resume(agent, result.to_state(), approvals)``
     goes on from there."""
+
+
+class AgentnbWarning(UserWarning):
+    """agentnb accepted something that is likely not what was meant (a tool the model is shown
+    without a description, parameters without types): the message says what to add."""
 
 
 class ModelRetry(Exception):
@@ -168,6 +180,7 @@ class CallbackRaised(BaseException):
 
 __all__ = [
     "AgentRunError",
+    "AgentnbWarning",
     "AgentnbError",
     "BudgetExceeded",
     "GuardrailTripped",
@@ -184,5 +197,6 @@ __all__ = [
     "ScriptExhausted",
     "StreamBroken",
     "ToolFailed",
+    "UnreadableReply",
     "UserError",
 ]

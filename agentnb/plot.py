@@ -4,7 +4,7 @@ Imported on first use (``agentnb.plot.multiplier(...)``), so ``import agentnb`` 
 load matplotlib. The functions live in `agentnb.measure.plot`.
 """
 
-from .measure.pareto import pareto
+from .measure.frontier import pareto
 from .measure.plot import (
     COMPONENT_LABELS,
     config_labels,

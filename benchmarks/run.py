@@ -30,6 +30,7 @@ from benchmarks.fanout import bench_fanout  # noqa: E402
 from benchmarks.first_run import bench_first_run  # noqa: E402
 from benchmarks.overhead import bench_overhead  # noqa: E402
 from benchmarks.report import markdown  # noqa: E402
+from benchmarks.stream_latency import bench_stream  # noqa: E402
 from benchmarks.sweep_overhead import bench_sweep  # noqa: E402
 from benchmarks.token_cache import bench_token_cache  # noqa: E402
 from benchmarks.trace_scale import bench_trace_scale  # noqa: E402
@@ -52,6 +53,7 @@ PLAN: dict[str, tuple[Bench, dict[str, Any], dict[str, Any]]] = {
         {"repeats": 5, "reviewer_latency": 1.0, "reviewer_repeats": 3},
         {"repeats": 2, "reviewer_latency": 0.2, "reviewer_repeats": 1},
     ),
+    "stream": (bench_stream, {"runs": 400, "block": 5}, {"runs": 40, "block": 5}),
     "sweep": (bench_sweep, {"configs": 100, "repeats": 7}, {"configs": 50, "repeats": 3}),
     "overhead": (bench_overhead, {"runs": 400, "block": 25}, {"runs": 60, "block": 20}),
     "openai_agents_capture": (bench_capture, {"runs": 300, "block": 25}, {"runs": 40, "block": 20}),

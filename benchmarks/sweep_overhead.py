@@ -21,7 +21,7 @@ TARGET_MS = 5.0
 
 def _sweep() -> Any:
     try:
-        from agentnb.measure.sweep import sweep
+        from agentnb.measure.sweeps import sweep
     except ImportError:
         return None
     return sweep

@@ -7,14 +7,15 @@ import os
 
 import pytest
 
-from agentnb.models.local import REQUIRE_ENV, TESTS_HINT, missing_packages
+from agentnb.models.local_server.model import REQUIRE_ENV, TESTS_HINT, missing_packages
 
 REAL_MODEL_NOTEBOOKS = ("12_real_local_model.ipynb",)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     skip = None
-    if missing_packages() and os.environ.get(REQUIRE_ENV) != "1":
+    missing = missing_packages() or missing_packages("gemma3-270m")
+    if missing and os.environ.get(REQUIRE_ENV) != "1":
         skip = pytest.mark.skip(reason=TESTS_HINT)
     for item in items:
         if item.path.name in REAL_MODEL_NOTEBOOKS:

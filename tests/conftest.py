@@ -8,6 +8,15 @@ import pytest
 
 os.environ.setdefault("AGENTNB_TOKENIZER", "off")  # never try to download tiktoken's files
 
+from hypothesis import settings  # noqa: E402
+
+# The property tests are the same examples on every run and every machine, and keep no database,
+# so a fresh clone's first `python -m pytest` is the run CI made. Finding new failures is the job
+# of a separate, longer random run: `HYPOTHESIS_PROFILE=explore python -m pytest tests`.
+settings.register_profile("default", derandomize=True, database=None)
+settings.register_profile("explore", max_examples=2000, database=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
 from notebook_support import CommLog, record_comms  # noqa: E402
 
 from agentnb.trace import tokens  # noqa: E402
@@ -62,8 +71,10 @@ def word_tokenizer():
 
 # -- the real model (tests marked local_model): one llama.cpp server for the whole session
 
-from agentnb.models.local import REQUIRE_ENV, missing_packages  # noqa: E402
-from agentnb.models.local import TESTS_HINT as LOCAL_HINT  # noqa: E402
+from skip_reasons import untested_parts  # noqa: E402
+
+from agentnb.models.local_server.model import REQUIRE_ENV, missing_packages  # noqa: E402
+from agentnb.models.local_server.model import TESTS_HINT as LOCAL_HINT  # noqa: E402
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -77,19 +88,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    skipped = [
-        r for r in terminalreporter.stats.get("skipped", []) if LOCAL_HINT in str(r.longrepr)
-    ]
-    if skipped:
-        terminalreporter.write_line(f"{len(skipped)} skipped: {LOCAL_HINT}")
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config):
+    """After the skips' reasons (-rs), one line says which optional parts did not run."""
+    yield
+    reasons = [str(r.longrepr) for r in terminalreporter.stats.get("skipped", [])]
+    parts = untested_parts(reasons)
+    if parts:
+        terminalreporter.write_line("not tested here: " + "; ".join(parts))
 
 
-@pytest.fixture(scope="session")
-def local_server():
-    """llama.cpp's server with SmolLM2-135M-Instruct, started once (through
-    `agentnb.local_model`) for every test that needs it, stopped at the session's end."""
-    missing = missing_packages()
+def _started(model: str):
+    missing = missing_packages(model)
     if missing:
         message = f"{LOCAL_HINT} (missing: {', '.join(missing)})"
         if os.environ.get(REQUIRE_ENV) == "1":
@@ -97,7 +107,24 @@ def local_server():
         pytest.skip(LOCAL_HINT)
     import agentnb
 
-    server = agentnb.local_model(max_retries=0)
+    server = agentnb.local_model(model, max_retries=0, log_prompts=True)
     server.start()
+    return server
+
+
+@pytest.fixture(scope="session")
+def local_server():
+    """llama.cpp's server with SmolLM2-135M-Instruct, started once (through
+    `agentnb.local_model`) for every test that needs it, stopped at the session's end; it
+    logs every prompt it tokenizes (``server.prompts()``)."""
+    server = _started("smollm2-135m")
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gemma_server():
+    """The same with Gemma 3 270M (``local_model("gemma3-270m")``)."""
+    server = _started("gemma3-270m")
     yield server
     server.stop()

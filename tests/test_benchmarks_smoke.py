@@ -29,6 +29,7 @@ from benchmarks.fanout import bench_fanout
 from benchmarks.overhead import bench_overhead
 from benchmarks.report import markdown
 from benchmarks.run import PLAN, main
+from benchmarks.stream_latency import bench_stream
 from benchmarks.sweep_overhead import bench_sweep
 from benchmarks.token_cache import bench_token_cache
 from benchmarks.trace_scale import bench_trace_scale
@@ -77,13 +78,15 @@ def test_overhead_times_both_agentnb_cases():
     assert _metric(rows, "counting's share of the overhead")[0]["target"] == "<= 1.15"
     reading = _metric(rows, "µs per model call to read the rows")
     assert [r["case"].rsplit(", ", 1)[1] for r in reading] == ["counting on", "counting off"]
+    against_run = _metric(rows, "read ÷ the run's own time")
+    assert [r["target"] for r in against_run] == ["<= 1", None]
 
 
 def test_a_fresh_process_first_run_is_measured_in_new_processes():
     from benchmarks.first_run import bench_first_run
 
     rows = _check(bench_first_run(repeats=1), "first_run")
-    assert [r["unit"] for r in rows] == ["ms", "ms", "×", "s"]
+    assert [r["unit"] for r in rows] == ["ms", "ms", "s", "×", "s"]
     assert all(r["value"] > 0 for r in rows)
 
 
@@ -112,10 +115,13 @@ def test_capture_overhead_compares_plain_and_captured_openai_agents_runs():
 
 def test_fanout_reports_ratio_and_cost_per_branch():
     section = bench_fanout(
-        sizes=(3,), latency=0.01, repeats=1, reviewer_latency=0.01, reviewer_repeats=1
+        sizes=(3, 100), latency=0.01, repeats=1, reviewer_latency=0.01, reviewer_repeats=1
     )
     rows = _check(section, "fanout")
     assert [r["metric"] for r in rows] == [
+        "wall ÷ critical path",
+        "overhead per branch",
+        "CPU per branch",
         "wall ÷ critical path",
         "overhead per branch",
         "CPU per branch",
@@ -166,6 +172,17 @@ def test_sweep_overhead_compares_against_a_plain_loop():
     ]
 
 
+def test_stream_latency_times_both_clients_and_counts_connections():
+    rows = _check(bench_stream(runs=4, block=2), "stream")
+    assert [r["metric"] for r in rows] == [
+        "ms to first delta",
+        "ms to first delta",
+        "time to first delta",
+        "TCP connections",
+    ]
+    assert _metric(rows, "TCP connections")[0]["value"] == 1  # the pool keeps its connection
+
+
 def test_the_runner_writes_json_and_prints_a_markdown_table(tmp_path, capsys):
     out = tmp_path / "results.json"
     assert main(["--quick", "--only", "cost", "--out", str(out)]) == 0
@@ -191,6 +208,7 @@ def test_the_runner_refuses_unknown_benchmarks(capsys):
         "token_cache",
         "fanout",
         "sweep",
+        "stream",
         "overhead",
         "openai_agents_capture",
         "trace_scale",

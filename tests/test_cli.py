@@ -103,7 +103,7 @@ def test_serve_local_prints_the_base_url_and_stops_the_server_on_ctrl_c(
     from types import SimpleNamespace
 
     import agentnb.__main__ as cli
-    from agentnb.models import local
+    from agentnb.models.local_server import model as local
 
     tests = Path(__file__).resolve().parent
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tests), *sys.path]))

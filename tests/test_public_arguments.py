@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import agentnb as a
 from agentnb.models import Backoff
-from agentnb.runtime.loop.options import RunOptions
+from agentnb.runtime.data.options import RunOptions
 
 ANYTHING = st.one_of(
     st.none(),
@@ -182,7 +182,7 @@ def _keywords(fn: Any, *skip: str) -> list[str]:
     parameters = inspect.signature(fn).parameters
     names = [p for p in parameters if p not in skip and p != "options"]
     if "options" in parameters:
-        from agentnb.runtime.tools.agent_tool import AS_TOOL_KEYWORDS
+        from agentnb.runtime.engine.agent_tool import AS_TOOL_KEYWORDS
         from agentnb.runtime.tools.function import TOOL_KEYWORDS
 
         typed = str(parameters["options"].annotation)
@@ -205,6 +205,7 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         ["type", "options"],
         lambda o, v: a.HostedTool(v) if o == "type" else a.HostedTool("web_search", extra=v),
     ),
+    "TestModel": (_keywords(a.TestModel), lambda o, v: a.TestModel(**{o: v})),
     "ScriptedModel": (
         _keywords(a.ScriptedModel),
         lambda o, v: a.ScriptedModel(**{"script": [a.say("hi")], o: v}),
@@ -374,11 +375,16 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
 
 COVERED_ELSEWHERE = {
     "Agent": "test_agent",
+    "mcp": "tests/runtime/tools/test_mcp.py (a module: its builders check their options)",
+    "tool_sources": "tests/runtime/tools/test_mcp.py",
+    "messages_to_json": "tests/models/test_message_json.py",
+    "messages_from_json": "tests/models/test_message_json.py (bad input is a UserError)",
     "Limits": "test_limits",
     "run": "test_run_options",
     "RunOptions": "test_run_options (run_sync builds one from its keywords)",
     "run_sync": "test_run_options",
     "resume": "test_pause_resume",
+    "RunState": "test_resume_fails_closed (result.to_state() makes one)",
     "parallel": "test_parallel_options",
     "AgentTool": "test_as_tool (made by agent.as_tool)",
 }
@@ -449,6 +455,9 @@ NOT_CONFIGURED = {
     "latency_series",
     "section_costs",
     "verifier_table",
+    # what a tool_use_behavior function reads and returns (values, not configuration)
+    "FunctionToolResult",
+    "ToolsToFinalOutputResult",
     # modules and the notebook layer (loaded on first use; its own tests check its arguments)
     "filters",
     "scenarios",
@@ -509,6 +518,7 @@ NUMBERS = {
     ),
     "ScriptedModel": ("latency", "chunk_chars", "chunk_latency"),
     "FunctionModel": ("latency",),
+    "TestModel": ("seed",),
     "ModelSettings": ("temperature", "top_p", "max_tokens", "seed"),
     "tool": ("max_result_chars",),
     "HandoffConfig": ("window", "budget"),

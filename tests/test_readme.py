@@ -96,6 +96,32 @@ def _same(printed: str, expected: str) -> bool:
     return lines(printed) == lines(expected)
 
 
+def prose_before(text: str) -> dict[int, str]:
+    """The prose between each fence and the fence before it, by the line its fence opens on."""
+    found, end = {}, 0
+    for m in FENCE.finditer(text):
+        found[text.count("\n", 0, m.start()) + 1] = text[end : m.start()]
+        end = m.end()
+    return found
+
+
+def test_readme_opens_with_what_agentnb_is_then_the_two_commands():
+    tomllib = pytest.importorskip("tomllib")
+    description = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["description"]
+    first = "\n".join(README.read_text(encoding="utf-8").splitlines()[:30])
+    assert description in first  # the one-line description, as the package index shows it
+    assert "agentnb is a Jupyter toolkit" in first
+    for command in ('pip install -e ".[dev]"', "python -m pytest", "python -m agentnb reproduce"):
+        assert command in first, command
+    assert first.index(description) < first.index('pip install -e ".[dev]"')
+
+
+def test_every_notebook_only_block_says_so_before_it():
+    prose = prose_before(README.read_text(encoding="utf-8"))
+    unlabelled = [str(b) for b in BLOCKS if b.notebook_only and "notebook" not in prose[b.line]]
+    assert unlabelled == []  # in a script such a block is a SyntaxError: the reader must know
+
+
 def test_readme_has_blocks_of_each_kind_and_outputs_to_compare():
     assert any(b.notebook_only for b in BLOCKS) and any(not b.notebook_only for b in BLOCKS)
     assert sum(b.expected is not None for b in BLOCKS) >= 3

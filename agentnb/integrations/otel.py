@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..runtime.loop.result import RunResult
+from ..runtime.data.result import RunResult
 from ..trace.spans import Trace
 from ._capture import CaptureBlock
 from ._otel_in import NO_CONTENT, traces
@@ -64,6 +64,11 @@ def calls_from_spans(spans: Iterable[ReadableSpan]) -> pd.DataFrame:
     """
     import pandas as pd
 
+    if spans is None or isinstance(spans, str | bytes) or not hasattr(spans, "__iter__"):
+        raise UserError(
+            f"calls_from_spans takes the finished spans (capture.spans, an exporter's "
+            f"get_finished_spans()), got {type(spans).__name__}"
+        )
     frames = [run.calls for run in runs_from_spans(spans)]
     return pd.concat(frames, ignore_index=True) if frames else Trace("").calls_frame()
 

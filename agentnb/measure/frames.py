@@ -27,7 +27,7 @@ def calls_frame(data: Any) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
         return data
     if isinstance(data, Mapping):
-        from .sweep import result_rows
+        from .sweeps import result_rows
 
         parts = []
         for i, (label, item) in enumerate(data.items()):

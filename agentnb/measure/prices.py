@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 
 if TYPE_CHECKING:
     import pandas as pd

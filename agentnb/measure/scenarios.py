@@ -49,9 +49,9 @@ from ..errors import UserError
 from ..models.scripted import FunctionModel, ScriptedModel, Step, say, tool_call
 from ..models.types import ModelRequest
 from ..runtime.agents.agent import Agent
-from ..runtime.loop.result import RunResult
-from ..runtime.loop.runner import run
-from ..runtime.tools.team import team
+from ..runtime.data.result import RunResult
+from ..runtime.engine.runner import run
+from ..runtime.engine.teams import team
 
 # -- the contract-review cost scenario ---------------------------------------------------------
 
@@ -124,7 +124,11 @@ def cost_scenario(
         Agent(f"reviewer_{i}", _REVIEWER, ScriptedModel([say(OPINION)], latency, name="reviewer"))
         for i in range(1, k + 1)
     ]
-    tools = [r.as_tool(f"opinion_{i}", _OPINION_TOOL) for i, r in enumerate(reviewers, 1)]
+    by_handle = True if mode == "handle" else None  # handle: the input is offered by its handle
+    tools = [
+        r.as_tool(f"opinion_{i}", _OPINION_TOOL, by_handle=by_handle)
+        for i, r in enumerate(reviewers, 1)
+    ]
     if mode == "inline":
         calls = [tool_call(t.name, input=clause) for t in tools]
     elif mode == "team":
@@ -252,7 +256,7 @@ def review_coordinator(
     missing instead of being left out silently.
     """
     team = review_team(latencies)
-    tools = [agent.as_tool(timeout=timeout) for agent in team.values()]
+    tools = [agent.as_tool(timeout=timeout, by_handle=True) for agent in team.values()]
 
     def reply(request: ModelRequest) -> Any:
         if not request.tool_results:

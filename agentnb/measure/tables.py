@@ -117,6 +117,11 @@ def cost_table(
             "selects one ({'mode': 'generalist'}), or a result or calls frame; got {}"
         )
     frame = calls_frame(data)
+    if frame.empty or "span_id" not in frame.columns:
+        raise UserError(
+            f"cost_table needs rows of model calls; got a frame of {len(frame)} rows and "
+            f"{len(frame.columns)} columns: pass results, a sweep's frame or result.calls"
+        )
     keys = group_columns(frame, by)
     extra: tuple[str, ...] = ()
     if caching is not None:

@@ -17,7 +17,7 @@ order. A message is::
 wire format, so their quotes are escaped and counted.
 
 `agentnb.trace.sizes` measures "characters sent" as the length of this text;
-`agentnb.models.recording` stores requests in this form.
+`agentnb.models.recorded.recorder` stores requests in this form.
 """
 
 from __future__ import annotations

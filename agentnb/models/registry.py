@@ -16,19 +16,19 @@ def register_provider(prefix: str, factory: Callable[[str], Any]) -> None:
 
 
 def _openai(model: str) -> Any:
-    from .openai import OpenAIModel
+    from .providers.openai.adapter import OpenAIModel
 
     return OpenAIModel(model)
 
 
 def _openai_responses(model: str) -> Any:
-    from .openai_responses import OpenAIResponsesModel
+    from .providers.openai_responses.adapter import OpenAIResponsesModel
 
     return OpenAIResponsesModel(model)
 
 
 def _anthropic(model: str) -> Any:
-    from .anthropic import AnthropicModel
+    from .providers.anthropic.adapter import AnthropicModel
 
     return AnthropicModel(model)
 

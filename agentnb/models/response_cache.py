@@ -20,7 +20,7 @@ A stored answer is checked as a model's answer is before it is served: its row's
 request offered). One that fails is not served: the model is asked, the fresh answer replaces
 the row, and the call's events say why (``cache_refused``). The wrapper counts tokens as the
 model it wraps (its ``tokenizer``). The store behind a session lives in a higher layer
-(`agentnb.measure.store`); this module only knows the `ResponseStore` protocol.
+(`agentnb.measure.experiments.store`); this module only knows the `ResponseStore` protocol.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ._http_model import MAX_RESPONSE_CHARS
-from ._recording_file import response_dict, settings_dict
-from ._send import longer_than
 from .base import ModelClient
 from .canonical import dumps, request_payload
 from .deltas import StreamItem, TextChunk, ToolCallChunk, stream_of
+from .http.model import MAX_RESPONSE_CHARS
+from .http.send import longer_than
+from .recorded.file import response_dict, settings_dict
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
 
 CACHE_EVENT = "response_cache"

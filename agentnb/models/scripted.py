@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import checks
 from ..errors import ScriptExhausted, UserError
 from ..words import plural
-from . import checks
 from .deltas import StreamItem, TextChunk, ToolCallChunk
 from .types import ModelRequest, ModelResponse, ToolCall, Usage
 

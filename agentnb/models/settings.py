@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
+from .. import checks
 from ..errors import UserError
-from . import checks
 from .request_fields import check_extra
 
 TOOL_CHOICES = ("auto", "required", "none")

@@ -54,6 +54,10 @@ class Message:
     generated: bool = field(default=False, compare=False)
     """True for a message agentnb wrote into the history in the user's role (the re-ask after
     an answer that did not fit the output type): not the user's own words. Not sent."""
+    items: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    """For assistant messages: what the provider did in that turn beside its text and tool
+    calls (reasoning items, hosted-tool calls: the Responses API's ``reasoning`` and
+    ``hosted_tool`` events), kept for the record and for `to_json`. Not sent."""
     size_cache: Any = field(default=None, init=False, repr=False, compare=False)
     """The trace's measured size of this message (`agentnb.trace.sizes.message_size`).
 
@@ -73,12 +77,92 @@ class Message:
         return cls("user", text)
 
     @classmethod
-    def assistant(cls, text: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
-        return cls("assistant", text, tuple(tool_calls))
+    def assistant(
+        cls,
+        text: str | None,
+        tool_calls: tuple[ToolCall, ...] = (),
+        items: tuple[dict[str, Any], ...] = (),
+    ) -> Message:
+        return cls("assistant", text, tuple(tool_calls), items=tuple(items))
+
+    def to_json(self) -> dict[str, Any]:
+        """The message as a JSON-able dict; `Message.from_json` reads it back unchanged (tool
+        calls, tool results, reasoning and hosted-tool items, the ``generated`` mark)."""
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [
+                {"name": c.name, "arguments": c.arguments, "id": c.id} for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            data["name"] = self.name
+        if self.generated:
+            data["generated"] = True
+        if self.items:
+            data["items"] = [dict(item) for item in self.items]
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> Message:
+        """A message from `to_json`'s dict (or its JSON text); a `UserError` naming what is
+        wrong with anything else."""
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except ValueError as exc:
+                raise UserError(f"Message.from_json: not JSON ({exc})") from None
+        if not isinstance(data, dict) or "role" not in data:
+            raise UserError(
+                f"Message.from_json takes a dict from Message.to_json(), got {str(data)[:80]!r}"
+            )
+        known = {"role", "content", "tool_calls", "tool_call_id", "name", "generated", "items"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserError(f"Message.from_json: unknown field(s) {', '.join(unknown)}")
+        try:
+            calls = tuple(
+                ToolCall(c["name"], c.get("arguments", "{}"), c.get("id", ""))
+                for c in data.get("tool_calls") or ()
+            )
+            items = tuple(dict(i) for i in data.get("items") or ())
+        except (KeyError, TypeError, ValueError):
+            raise UserError(
+                "Message.from_json: tool_calls must be a list of {name, arguments, id} and "
+                "items a list of dicts"
+            ) from None
+        return cls(
+            data["role"],
+            data.get("content"),
+            calls,
+            data.get("tool_call_id"),
+            data.get("name"),
+            generated=bool(data.get("generated", False)),
+            items=items,
+        )
 
     @classmethod
     def tool(cls, call: ToolCall, content: str) -> Message:
         return cls("tool", content, tool_call_id=call.id, name=call.name)
+
+
+def messages_to_json(messages: list[Message]) -> list[dict[str, Any]]:
+    """A history as a JSON-able list (`Message.to_json` of each)."""
+    return [m.to_json() for m in messages]
+
+
+def messages_from_json(data: Any) -> list[Message]:
+    """A history from `messages_to_json`'s list (or its JSON text)."""
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError as exc:
+            raise UserError(f"messages_from_json: not JSON ({exc})") from None
+    if not isinstance(data, list):
+        raise UserError(
+            f"messages_from_json takes a list of message dicts, got {type(data).__name__}"
+        )
+    return [Message.from_json(d) for d in data]
 
 
 @dataclass(slots=True)

@@ -4,7 +4,9 @@ Everything a magic does is a plain function here too (`define_agent`, `run_live`
 `interpolate`); the widgets work in any Jupyter front end that has ipywidgets 8.
 """
 
-from . import approval_widget  # noqa: F401  (loading it installs the default approver)
+# Loading approval_widget installs the default approver; loading hints shortens a newcomer's
+# mistakes in the running shell's cells.
+from . import approval_widget, hints  # noqa: F401
 from .commands import agent_timeout, define_agent, interpolate, run_live, strip_directives
 from .dashboard import SweepDashboard
 from .display import (

@@ -14,7 +14,7 @@ from ..errors import UserError
 from ..models.registry import providers
 from ..runtime.agents.agent import Agent
 from ..runtime.agents.output import output_spec
-from ..runtime.loop.result import RunResult
+from ..runtime.data.result import RunResult
 from ..runtime.tools.function import BaseTool
 
 

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..runtime.agents.agent import Agent
-from ..runtime.loop.result import RunResult
+from ..runtime.data.result import RunResult
 
 if TYPE_CHECKING:
     from ..models.types import Message
-    from ..runtime.watch.events import Event
+    from ..runtime.data.events import Event
     from .monitor import RunMonitor
 
 _TIMEOUTS: weakref.WeakKeyDictionary[Agent, float] = weakref.WeakKeyDictionary()

@@ -20,7 +20,7 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from ..errors import UserError
 from ..models.types import Message
-from . import commands
+from . import commands, hints
 from ._names import resolve_model, resolve_output, resolve_result, resolve_tools, the_agent
 
 
@@ -270,6 +270,7 @@ def give_empty_body(lines: list[str]) -> list[str]:
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics once: loading again (``%reload_ext``) reuses the same instance, so
     ``%config AgentMagics`` settings survive and nothing is registered twice."""
+    hints.install(ipython)
     cleanup = ipython.input_transformers_cleanup
     if give_empty_body not in cleanup:
         cleanup.append(give_empty_body)

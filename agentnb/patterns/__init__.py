@@ -3,8 +3,8 @@ and the four topologies. Every entry point is a coroutine function: ``await agen
 in a notebook cell, ``agentnb.run_sync(agentnb.parallel(...))`` in a script."""
 
 from .aggregate import Judgement, JudgeVerdict, Vote, harshest, judge, majority
-from .chain import ChainResult, chain
-from .parallel import FanOut, parallel
+from .chains import ChainResult, chain
+from .fan_out import FanOut, parallel
 from .routing import HandoffRoute, Intent, Respond
 from .topologies import Topology, hierarchy, mesh, pipeline, star
 from .verify import Round, Verification, VerifyResult, verify_loop

@@ -14,16 +14,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from .. import checks
 from ..errors import RunTimeout, UserError
-from ..models import checks
 from ..models.base import ModelClient
 from ..models.types import Message
 from ..runtime.agents.agent import Agent, model_client
-from ..runtime.loop.context import RunContext
-from ..runtime.loop.options import RunOptions
-from ..runtime.loop.result import RunResult
-from ..runtime.loop.runner import execute, start_context
-from ..runtime.watch.events import Event
+from ..runtime.data.context import RunContext
+from ..runtime.data.events import Event
+from ..runtime.data.options import RunOptions
+from ..runtime.data.result import RunResult
+from ..runtime.engine.runner import execute, start_context
 from ..trace.spans import CALL_COLUMNS, Trace
 
 if TYPE_CHECKING:

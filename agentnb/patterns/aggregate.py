@@ -19,11 +19,11 @@ from pydantic import BaseModel, Field
 
 from ..errors import UserError
 from ..runtime.agents.agent import Agent
-from ..runtime.loop.options import RunKeywords, RunOptions
-from ..runtime.loop.result import RunResult
-from ..runtime.tools.function import to_text
+from ..runtime.data.options import RunKeywords, RunOptions
+from ..runtime.data.outcome import to_text
+from ..runtime.data.result import RunResult
 from . import _runs
-from .parallel import FanOut
+from .fan_out import FanOut
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -22,13 +22,13 @@ from typing import Any, Union
 
 from pydantic import BaseModel, ConfigDict
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 from ..models.types import Message
 from ..runtime.agents.agent import Agent
+from ..runtime.data.state import AgentRun
+from ..runtime.data.transfer import Transfer
 from ..runtime.handoffs.handoff import intent_message, user_message
-from ..runtime.handoffs.transfer import Transfer
-from ..runtime.loop.state import AgentRun
 
 
 class Intent(BaseModel):
@@ -66,6 +66,15 @@ class _When:
 
     route: HandoffRoute
     intents: tuple[type[Intent], ...]
+
+    def __getattr__(self, name: str) -> Any:
+        # route.when(A).when(B), .when(A).otherwise(x): a rule left without its target
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise UserError(
+            f"HandoffRoute({self.route.name!r}).when({_names(self.intents)}) needs .to(agent) "
+            f"before .{name}(...): write .when(A).to(agent_a).when(B).to(agent_b)."
+        )
 
     def to(self, agent: Agent) -> HandoffRoute:
         if not isinstance(agent, Agent):

@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 from ..runtime.agents.agent import Agent
+from ..runtime.engine.runner import run
 from ..runtime.handoffs.handoff import Handoff, HandoffConfig
-from ..runtime.loop.runner import run
 from ..runtime.tools.function import BaseTool
-from .chain import ChainResult, chain
+from .chains import ChainResult, chain
 
 Kind = Literal["star", "hierarchy", "chain", "mesh"]
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from pydantic import BaseModel, Field
 
+from .. import checks
 from ..errors import UserError
-from ..models import checks
 from ..models.types import Message
 from ..runtime.agents.agent import Agent
-from ..runtime.loop.options import RunKeywords, RunOptions
-from ..runtime.loop.result import RunResult
-from ..runtime.tools.function import to_text
+from ..runtime.data.options import RunKeywords, RunOptions
+from ..runtime.data.outcome import to_text
+from ..runtime.data.result import RunResult
 from . import _runs
 from .result import PatternResult
 

@@ -2,20 +2,9 @@
 
 from .agents.agent import Agent
 from .agents.prompt import PromptSection, assemble_prompt
-from .handoffs.handoff import Handoff, HandoffConfig
-from .handoffs.transfer import Transfer
-from .loop._sync import main_thread_blocked, run_sync
-from .loop.context import Limits, RunContext
-from .loop.options import RunOptions
-from .loop.outcome import ToolOutcome
-from .loop.pause import Interruption, resume
-from .loop.result import RunResult
-from .loop.runner import run
-from .tools.agent_tool import AgentTool
-from .tools.context import ToolCallContext
-from .tools.function import Tool, tool
-from .tools.team import TeamTool, team
-from .watch.events import (
+from .data.approvals import Interruption
+from .data.context import Limits, RunContext
+from .data.events import (
     AgentEnded,
     AgentStarted,
     Event,
@@ -31,8 +20,21 @@ from .watch.events import (
     ToolCallEnded,
     ToolCallStarted,
 )
-from .watch.hooks import Hooks
-from .watch.streaming import RunStream, run_streamed, stream_sync
+from .data.hooks import Hooks
+from .data.options import RunOptions
+from .data.outcome import ToolOutcome
+from .data.result import RunResult
+from .data.run_state import RunState
+from .data.transfer import Transfer
+from .engine.agent_tool import AgentTool
+from .engine.blocking import main_thread_blocked, run_sync
+from .engine.resume import resume
+from .engine.runner import run
+from .engine.streaming import RunStream, run_streamed, stream_sync
+from .engine.teams import TeamTool, team
+from .handoffs.handoff import Handoff, HandoffConfig
+from .tools.context import ToolCallContext
+from .tools.function import Tool, tool
 
 __all__ = [
     "Agent",
@@ -46,6 +48,7 @@ __all__ = [
     "LogRecorded",
     "Hooks",
     "Interruption",
+    "RunState",
     "MessageOutput",
     "PartialOutput",
     "Limits",

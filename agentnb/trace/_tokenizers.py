@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
-from ..models.tokenizing import family_encoding
+from ..models.local_server.tokenizer import family_encoding
 
 Encoder = Callable[[str], int]
 
@@ -70,9 +71,63 @@ def _tiktoken(encoding: str) -> Encoder:
 
 
 def _bpe_openai(encoding: str) -> Encoder:
-    import bpe_openai
+    encode = _bpe_openai_core(encoding)
+    if encode is None:
+        import bpe_openai
 
-    return _counter(bpe_openai.get_encoding(encoding).encode_ordinary)
+        encode = bpe_openai.get_encoding(encoding).encode_ordinary
+    return _counter(encode)
+
+
+KNOWN_IDS = {"o200k_base": [24912, 2375], "cl100k_base": [15339, 1917]}
+"""The published ids of ``"hello world"`` (tiktoken's README and tests), by encoding."""
+
+
+def _bpe_openai_core(encoding: str) -> Callable[[str], list[int]] | None:
+    """bpe-openai's compiled tokenizer, loaded without its Python package, or None.
+
+    Why this exists: importing ``bpe_openai`` decodes every vocabulary it ships in Python (to
+    read their special tokens), 1-3 s holding the interpreter lock, which was most of a fresh
+    process's first ``result.calls`` and delayed every run with a token budget or a row-reading
+    hook. The compiled module holds the same vocabularies and loads in a few hundredths of a
+    second; the package's ``encode_ordinary`` is this module's ``encode`` (tested on a corpus).
+    It is a private module of bpe-openai: anything unexpected (another layout, a version whose
+    ids differ from the published ones) gives None, and the public API is used instead."""
+    if encoding not in KNOWN_IDS:
+        return None
+    try:
+        import importlib.machinery
+        import importlib.util
+        import sys
+
+        spec = importlib.util.find_spec("bpe_openai")
+        folder = list(spec.submodule_search_locations or []) if spec is not None else []
+        name = "bpe_openai._bindings"
+        core = sys.modules.get(name)
+        if core is None:
+            suffixes = importlib.machinery.EXTENSION_SUFFIXES
+            path = next(p for p in Path(folder[0]).glob("_bindings.*") if p.name[9:] in suffixes)
+            loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+            core_spec = importlib.util.spec_from_loader(name, loader)
+            if core_spec is None:
+                return None
+            core = importlib.util.module_from_spec(core_spec)
+            loader.exec_module(core)
+            sys.modules[name] = core  # the package's own import of it, later, finds this one
+        backend = core.tokenizer_for_encoding(encoding)
+        if list(backend.encode("hello world")) != KNOWN_IDS[encoding]:
+            return None
+    except Exception:  # not installed, another layout or version: the public API decides
+        return None
+
+    def encode(text: str) -> list[int]:
+        try:
+            return list(backend.encode(text))
+        except UnicodeEncodeError:  # a lone surrogate: replaced, as the package does
+            text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+            return list(backend.encode(text))
+
+    return encode
 
 
 def _counter(encode: Callable[[str], list[int]]) -> Encoder:

@@ -15,11 +15,13 @@ or a hook that reads a row during the run simply makes that row count then.
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ..models.local_server.tokenizer import PROVIDER
 from ..models.response_cache import CACHE_EVENT
-from ..models.tokenizing import PROVIDER
 from ..models.types import Message, ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
 from .sizes import request_sizes, response_chars
@@ -230,11 +232,11 @@ class CallRow:
 
     def values(self) -> tuple[Any, ...]:
         """The fields in the order of `CALL_COLUMNS`."""
-        return tuple(getattr(self, c) for c in CALL_COLUMNS)
+        return row_values(self)
 
     def as_dict(self) -> dict[str, Any]:
         """The row as a dict, keyed by `CALL_COLUMNS`."""
-        return {c: getattr(self, c) for c in CALL_COLUMNS}
+        return dict(zip(CALL_COLUMNS, row_values(self), strict=True))
 
 
 class _Sent:
@@ -344,3 +346,8 @@ def _counted_when_read(slot: Any) -> property:
 
 for _column in COUNTED_COLUMNS:
     setattr(CallRow, _column, _counted_when_read(CallRow.__dict__[_column]))
+
+row_values: Callable[[CallRow], tuple[Any, ...]] = operator.attrgetter(*CALL_COLUMNS)
+"""A row's fields in the order of `CALL_COLUMNS`, read in one call: a table of 100,000 calls
+reads four million fields, and reading them one by one in Python took longer than pandas
+took to build the frame from them."""

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from ..errors import UserError
 from ..models.canonical import dumps
-from ..models.tokenizing import ENCODINGS, PROVIDER, TokenizerUnavailable
+from ..models.local_server.tokenizer import ENCODINGS, PROVIDER, TokenizerUnavailable
 from ..models.types import Message, ModelRequest, ModelResponse
 from . import _tokenizers
 from .history import HistoryTally
@@ -127,7 +127,7 @@ def _read_environment() -> None:
 
 def tokenizer(model: object = None) -> tuple[Encoder | None, str]:
     """The counter for ``model``'s requests and its method name. ``model`` is a model
-    client (its ``tokenizer`` attribute, `agentnb.models.tokenizing`, says how its model
+    client (its ``tokenizer`` attribute, `agentnb.models.local_server.tokenizer`, says how its model
     tokenizes) or a model's name. ``None, "unavailable"``: no count is possible;
     ``None, "provider"``: no tokenizer is known for the model, so its provider's usage is the
     count. Loads what it needs once, on first need."""

@@ -17,7 +17,7 @@ from agents import (  # noqa: E402
 from openai import AsyncOpenAI  # noqa: E402
 
 import agentnb as a  # noqa: E402
-from agentnb.models.responses_server import ResponsesServer  # noqa: E402
+from agentnb.models.providers.openai_responses.server import ResponsesServer  # noqa: E402
 
 set_tracing_disabled(True)
 

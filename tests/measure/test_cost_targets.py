@@ -11,7 +11,10 @@ orchestrator with k = 1, 2, 3, 5 reviewers, in three modes (`agentnb.measure.sce
 
 The article measured inline with openai-agents 0.24: 4.9x / 7.7x / 10.6x / 16.3x, about 3,200
 characters per added sub-agent. Our serialisation is not the SDK's, so inline is asserted to
-reproduce that shape within a tolerance, not the exact figures. The targets: (a) k=3 <= 8.0x and
+reproduce that shape within a tolerance, not the exact figures: 10 %, since a sub-agent's tool
+offers no ``artifacts`` parameter when the run has no document to route (inline: 352 characters
+of tool spec per reviewer against 596 when every tool offered free-string handles, which put
+agentnb within 2 % of the article's figures). The targets: (a) k=3 <= 8.0x and
 <= 2,300 characters per added sub-agent; (b) k=3 <= 6.5x; (c) k=3 <= 5.5x and <= 1,700
 characters per added sub-agent. Every reviewer must still receive the full clause.
 """
@@ -70,8 +73,9 @@ def test_inline_reproduces_the_article_shape(runs, baseline):
     rows = table(runs, baseline, "inline")
 
     for k, expected in ARTICLE_INLINE.items():
-        assert rows[k][1] == pytest.approx(expected, rel=0.05), (k, rows[k])
-    assert per_sub_agent(rows) == pytest.approx(ARTICLE_PER_SUB_AGENT, rel=0.05)
+        assert rows[k][1] == pytest.approx(expected, rel=0.10), (k, rows[k])
+        assert rows[k][1] < expected  # the SDK's tool specs are the larger
+    assert per_sub_agent(rows) == pytest.approx(ARTICLE_PER_SUB_AGENT, rel=0.10)
 
 
 def test_a_by_handle_meets_its_targets(runs, baseline):

@@ -10,7 +10,7 @@ from scipy import stats as sps
 
 import agentnb as a
 from agentnb.errors import UserError
-from agentnb.measure.pareto import frontier
+from agentnb.measure.frontier import frontier
 from agentnb.measure.stats import interval
 
 
@@ -133,7 +133,7 @@ async def test_the_frontier_keeps_the_configurations_nothing_beats(scored):
 
 
 def test_the_live_view_redraws_intervals_that_narrow_as_trials_end(monkeypatch):
-    from agentnb.measure import live as live_module
+    from agentnb.measure.experiments import live as live_module
 
     monkeypatch.setattr(live_module, "EVERY_S", 0.0)  # redraw after every run
     drawn = []

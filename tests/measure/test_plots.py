@@ -9,7 +9,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import agentnb as a
-from agentnb.measure.sweep import sweep
+from agentnb.measure.sweeps import sweep
 from agentnb.measure.tables import (
     COMPONENT_COLUMNS,
     breakdown,

@@ -7,7 +7,7 @@ import concurrent.futures
 import pytest
 
 import agentnb as a
-from agentnb.measure.sweep import CONFIG_COLUMNS, configurations, sweep
+from agentnb.measure.sweeps import CONFIG_COLUMNS, configurations, sweep
 from agentnb.trace import CALL_COLUMNS, canonical_request
 
 CLAUSE = "The supplier guarantees 100% availability of the service. " * 3

@@ -10,7 +10,7 @@ import pytest
 import agentnb as a
 from agentnb.measure.critical import critical_path, span_critical
 from agentnb.measure.rounds import verifier_table
-from agentnb.measure.sweep import sweep
+from agentnb.measure.sweeps import sweep
 from agentnb.measure.tables import (
     COMPONENT_COLUMNS,
     breakdown,

@@ -87,3 +87,17 @@ def test_no_markdown_cell_has_an_unescaped_dollar_before_a_number(path: Path) ->
         for hit in _unescaped_dollars(source(cell))
     ]
     assert found == [], f"{path.name}: write \\$ or USD in cells (index, text) {found}"
+
+
+SOLUTIONS = sorted((NOTEBOOKS / "solutions").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("path", TEACHING + SOLUTIONS, ids=lambda p: p.parent.name + "/" + p.stem)
+def test_nbval_directives_are_cell_tags_a_reader_does_not_see(path: Path) -> None:
+    for cell in cells(path):
+        if cell["cell_type"] == "code":
+            marked = re.findall(r"^\s*#\s*NBVAL_\w+", source(cell), re.MULTILINE)
+            assert marked == [], (
+                f"{path.name}: {marked[0].strip()} in a cell's code; use the cell tag "
+                f"{marked[0].strip('# ').lower().replace('_', '-')!r} (metadata) instead"
+            )

@@ -10,7 +10,7 @@ import pytest
 
 import agentnb as a
 from agentnb.runtime import RunOptions
-from agentnb.runtime.watch.events import Event
+from agentnb.runtime.data.events import Event
 
 TIMES = ("started", "ended", "latency_s", "ttft_s")
 APPROVED = '{"outcome": "approved", "problems": []}'
@@ -197,7 +197,7 @@ def test_hooks_and_on_event_are_checked_where_the_options_are_built():
 
 
 def points(events: list[Any]) -> list[Any]:
-    """The run's events other than its spans' and log records (``tests/runtime/test_span_events.py``)."""
+    """The run's events other than its spans' and log records (``tests/runtime/data/test_span_events.py``)."""
     return [e for e in events if not isinstance(e, (a.SpanStarted, a.SpanEnded, a.LogRecorded))]
 
 

@@ -177,3 +177,36 @@ def test_bpe_openai_equals_tiktoken_on_a_generated_corpus(encoding, monkeypatch)
     ours = bpe_openai.get_encoding(encoding)
     texts = _corpus(int(os.environ.get("AGENTNB_CORPUS_SEED", "17")))
     assert [ours.encode_ordinary(t) for t in texts] == [reference.encode_ordinary(t) for t in texts]
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_the_compiled_tokenizer_counts_what_the_package_counts(encoding):
+    # agentnb loads bpe-openai's compiled module without its package (whose import decodes
+    # every vocabulary in Python): the ids must be the package's encode_ordinary's.
+    core = _tokenizers._bpe_openai_core(encoding)
+    assert core is not None
+    package = bpe_openai.get_encoding(encoding)
+    texts = [*_corpus(23), "lone \ud800 surrogate", ""]
+    assert [core(t) for t in texts] == [package.encode_ordinary(t) for t in texts]
+
+
+def test_a_compiled_tokenizer_that_disagrees_with_the_published_ids_is_not_used(monkeypatch):
+    monkeypatch.setitem(_tokenizers.KNOWN_IDS, "o200k_base", [1, 2])
+    assert _tokenizers._bpe_openai_core("o200k_base") is None
+    count = _tokenizers.load("bpe-openai", "o200k_base")  # the package's own API instead
+    assert count is not None and count("hello world") == 2
+
+
+def test_counting_with_bpe_openai_does_not_import_its_package():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from agentnb.trace import _tokenizers as t; "
+        "count = t.load('bpe-openai', 'o200k_base'); "
+        "print(count('hello world'), 'bpe_openai.compat' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["2", "False"]

@@ -9,26 +9,29 @@ go with its agent. A run never writes into an agent; its ``repr`` is the same be
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union, Unpack, cast
 
+from ... import checks
 from ...errors import UserError
-from ...models import checks
 from ...models.base import ModelClient
 from ...models.settings import ModelSettings, check_settings
+from ..data.callbacks import check_callable
+from ..data.hooks import check_hooks
 from ..guards.guardrails import Guardrail, as_guardrails
 from ..tools.function import BaseTool, function_tool
-from ..watch.hooks import check_hooks
-from .callbacks import check_callable
+from ..tools.mcp import Server, check_servers
+from .instructions import check_sections
 from .output import OutputSpec, output_spec
 from .output_validators import check_output_validators
 from .settings import ToolUseBehavior, check_behavior
 
 if TYPE_CHECKING:
-    from ..loop.state import AgentRun
-    from ..tools.agent_tool import AgentTool, AsToolOptions
-    from ..watch.hooks import Hooks
+    from ..data.hooks import Hooks
+    from ..data.state import AgentRun
+    from ..engine.agent_tool import AgentTool, AsToolOptions
     from .prompt import PromptSection
 
 
@@ -81,9 +84,15 @@ class Agent:
     model_settings: ModelSettings | None = None
     """Temperature, tool choice, ...: see `ModelSettings` (``run(model_settings=...)`` overrides)."""
     tool_use_behavior: ToolUseBehavior = "run_llm_again"
-    """``"run_llm_again"`` (the default), ``"stop_on_first_tool"`` or ``StopAtTools(...)``: with
-    a stop, the first (or a named) tool's result is the agent's output, with no further call;
-    if that tool call fails, the run ends ``ok=False`` with `agentnb.errors.ToolFailed`."""
+    """``"run_llm_again"`` (the default), ``"stop_on_first_tool"``, ``StopAtTools(...)`` or a
+    function ``fn(ctx, results) -> ToolsToFinalOutputResult``: with a stop, the first (or a
+    named) tool's result is the agent's output (read as ``output_type`` when there is one),
+    with no further call; if that tool call fails, the run ends ``ok=False`` with
+    `agentnb.errors.ToolFailed`. A function decides from the turn's results."""
+    reset_tool_choice: bool = True
+    """Whether a forced ``tool_choice`` (``"required"``, a tool's name) goes back to ``"auto"``
+    after the turn that called tools, so that the agent can answer; False keeps forcing it
+    (with a ``tool_use_behavior`` that stops, or a turn limit, to end the run)."""
     input_guardrails: Sequence[Guardrail | Callable[..., Any]] = ()
     """Checks of the agent's input (see `agentnb.GuardrailResult`); by default alongside the
     first model call, which a tripwire cancels."""
@@ -95,10 +104,15 @@ class Agent:
     """``fn(ctx, output) -> output`` (sync or async), run on the final, validated output;
     raising ``agentnb.ModelRetry("why")`` makes the model try again (bounded by
     ``output_retries``). See `agentnb.runtime.agents.output_validators`."""
+    mcp_servers: Sequence[Server] = ()
+    """MCP servers (`agentnb.mcp.stdio`, `agentnb.mcp.http`) whose tools the agent is offered
+    beside ``tools``: listed when the agent starts, once per run at most; see
+    `agentnb.runtime.tools.mcp`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
             raise UserError("An Agent needs a non-empty name: Agent(name='reviewer', ...)")
+        self._check_instructions_and_model()
         checks.positive_int(self.max_turns, "max_turns", optional=False)
         checks.non_negative_int(self.output_retries, f"Agent({self.name!r}, output_retries=...)")
         if not isinstance(self.description, str):
@@ -112,6 +126,12 @@ class Agent:
         self._split_route()  # fail now on a route given twice or mixed with handoffs
         check_settings(self.model_settings, f"Agent {self.name!r}: model_settings")
         check_behavior(self.tool_use_behavior, self.name)
+        if not isinstance(self.reset_tool_choice, bool):
+            raise checks.fail(
+                f"Agent({self.name!r}, reset_tool_choice=...)",
+                "True or False",
+                self.reset_tool_choice,
+            )
         for stage in ("input", "output"):  # fail now on a guardrail that is not one
             given = getattr(self, f"{stage}_guardrails")
             if given or not isinstance(given, (list, tuple)):
@@ -129,7 +149,43 @@ class Agent:
         if callable(self.instructions):
             where = f"Agent({self.name!r}, instructions=...)"
             check_callable(self.instructions, where, ("ctx",), ("ctx", "agent"))
+        elif isinstance(self.instructions, (list, tuple)):
+            check_sections(self.instructions, self.name)
         self.tool_map()  # fail now on duplicate or unusable tools
+        if self.mcp_servers:
+            check_servers(self.mcp_servers, f"Agent({self.name!r}, mcp_servers=...)")
+
+    def _check_instructions_and_model(self) -> None:
+        """Agent's order is (name, instructions, model, tools): a model given as instructions,
+        or text given as the model that is no spec, is caught here rather than at run time."""
+        order = "Agent's arguments are (name, instructions, model, tools)"
+        if hasattr(self.instructions, "request") and not callable(self.instructions):
+            raise UserError(
+                f"Agent({self.name!r}): instructions got a model client ({self.instructions!r}); "
+                f"{order}: write Agent({self.name!r}, 'You review...', model)"
+            )
+        if isinstance(self.model, str) and ":" not in self.model:
+            hint = (
+                f"; {order}: were instructions and model swapped?"
+                if not isinstance(self.instructions, str) or " " in self.model.strip()
+                else ""
+            )
+            raise UserError(
+                f"Agent({self.name!r}, model={self.model!r}): a model is a client such as "
+                "ScriptedModel([...]) or a spec string 'provider:model' such as "
+                f"'openai:gpt-4o-mini'{hint}"
+            )
+        if (
+            self.model is not None
+            and not isinstance(self.model, str)
+            and not hasattr(self.model, "request")
+        ):
+            raise checks.fail(
+                f"Agent({self.name!r}, model=...)",
+                "a model client (ScriptedModel, OpenAIModel, ...), a spec string "
+                "'provider:model', or None to take run(..., model=...)",
+                self.model,
+            )
 
     def _split_route(self) -> tuple[list[Any], Route | None]:
         """The handoffs the model chooses from, and the route in code: ``handoffs=HandoffRoute(...)``
@@ -242,7 +298,7 @@ class Agent:
             name: The tool's name (default: the agent's name in snake case).
             description: What the caller's model is told the tool does (default: the
                 agent's ``description``).
-            **options: The options below (`agentnb.runtime.tools.agent_tool.AsToolOptions`).
+            **options: The options below (`agentnb.runtime.engine.agent_tool.AsToolOptions`).
 
         Keyword Args:
             max_turns (int | None): The sub-agent's turn limit for calls through this tool (default: the
@@ -256,7 +312,7 @@ class Agent:
                 ``{input, artifacts}``.
             input_builder (Callable | None): ``fn(parsed, run_context) -> str``: the sub-agent's input from the
                 parsed ``input_schema`` object (default: the object as JSON).
-            extractor (Callable | None): ``fn(result) -> str``: what goes back to the caller from the sub-agent's
+            extractor (Callable | None): ``fn(result) -> str`` (sync or async): what goes back to the caller from the sub-agent's
                 `RunResult` (default: its output as text).
             needs_approval (bool | Callable): ``True`` to ask the run's approver before every call, or
                 ``fn(ctx, arguments) -> bool`` (or ``fn(pending) -> bool``) to decide per
@@ -269,13 +325,41 @@ class Agent:
                 instead of becoming ``ERROR: ...`` text for the caller.
             is_enabled (bool | Callable): ``False`` or ``fn(ctx, agent) -> bool`` (asked each
                 time the calling agent starts) to offer the tool only in some runs.
+            by_handle (bool | None): Whether the default input offers document handles
+                (``artifacts``, an enum of the run's handles): None (the default) when the run
+                holds a document beyond its input, True always (the input itself by its handle
+                ``input`` included), False never.
 
         Raises:
             UserError: an option has a value it does not accept.
         """
-        from ..tools.agent_tool import AgentTool
+        from ..engine.agent_tool import AgentTool
 
         return AgentTool.build(self, name, description, **options)
+
+    @contextmanager
+    def override(self, *, model: ModelClient | str) -> Iterator[Agent]:
+        """Run this agent with ``model`` inside the ``with`` block, wherever it runs (as the
+        root, a sub-agent or a handoff target, in any thread), for tests of code that builds
+        its agents elsewhere: ``with support.override(model=agentnb.TestModel()): ...``.
+        The agent itself is left as it is; blocks nest, the innermost wins."""
+        if isinstance(model, str):
+            from ...models.registry import model_from_spec
+
+            model = model_from_spec(model)
+        if not hasattr(model, "request"):
+            raise checks.fail(
+                f"Agent({self.name!r}).override(model=...)",
+                "a model client (agentnb.TestModel(), a ScriptedModel, ...) or a spec string",
+                model,
+            )
+        derived = _derived(self)
+        previous = derived.override
+        derived.override = cast(ModelClient, model)
+        try:
+            yield self
+        finally:
+            derived.override = previous
 
     def clone(self, **changes: Any) -> Agent:
         """A copy with some fields changed: ``reviewer.clone(name='tax', model=...)``."""
@@ -315,6 +399,8 @@ class _Derived:
     output_guardrails: tuple[Any, tuple[Guardrail, ...]] | None = None
     model: tuple[str, ModelClient] | None = None
     """The client made from the agent's model spec string, once (runs share it)."""
+    override: ModelClient | None = None
+    """The model of an `Agent.override` block in force (it wins over ``model``)."""
 
 
 _DERIVED: weakref.WeakKeyDictionary[Agent, _Derived] = weakref.WeakKeyDictionary()
@@ -334,8 +420,11 @@ def _same(seen: tuple[Any, ...], items: Sequence[Any]) -> bool:
 
 
 def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClient:
-    """The client ``agent`` runs with: its own (a spec string resolved once per agent, the
-    agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    """The client ``agent`` runs with: an `Agent.override` in force, else its own (a spec
+    string resolved once per agent, the agent left as it is), else ``default`` (``run(model=...)``); a `UserError` if neither."""
+    found = _DERIVED.get(agent)
+    if found is not None and found.override is not None:  # inside agent.override(model=...)
+        return found.override
     model = agent.model
     if isinstance(model, str):
         derived = _derived(agent)
@@ -351,8 +440,9 @@ def model_client(agent: Agent, default: ModelClient | None = None) -> ModelClien
         return default
     if model is None or not hasattr(model, "request"):
         raise UserError(
-            f"Agent {agent.name!r} has no model: pass model=ScriptedModel([...]), a client such as "
-            "OpenAIModel('gpt-4o-mini'), or a spec string like 'openai:gpt-4o-mini'."
+            f"Agent {agent.name!r} has no model: give it one, Agent({agent.name!r}, instructions, "
+            "model) with ScriptedModel([...]), OpenAIModel('gpt-4o-mini') or a spec such as "
+            "'openai:gpt-4o-mini', or give the run one: run(..., model=...)."
         )
     return model
 

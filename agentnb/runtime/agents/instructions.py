@@ -12,11 +12,11 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 from ...errors import UserError
-from ..loop._off_loop import off_loop
+from ..data.off_loop import off_loop
 from .prompt import PromptSection, assemble_prompt
 
 if TYPE_CHECKING:
-    from ..loop.context import RunContext
+    from ..data.context import RunContext
     from .agent import Agent
 
 
@@ -45,6 +45,19 @@ def _as_text(value: Any, agent: Agent, what: str) -> str:
         f"Agent {agent.name!r}: {what} a {type(value).__name__}; instructions must be text, a list "
         "of PromptSection, or a function (sync or async) (ctx) or (ctx, agent) returning one."
     )
+
+
+def check_sections(value: list[Any] | tuple[Any, ...], agent: str) -> None:
+    """At construction: a list of instructions holds only text and `PromptSection` (a
+    function among them would be sent as its repr, or refused only once the run starts)."""
+    for item in value:
+        if not isinstance(item, (PromptSection, str)):
+            kind = "a function" if callable(item) else f"a {type(item).__name__}"
+            raise UserError(
+                f"Agent({agent!r}, instructions=[...]): the list holds {kind} ({item!r:.60}); "
+                "a list takes text and PromptSection only: for text made at run time, pass one "
+                "function (ctx) -> text (or a list of PromptSection) as instructions=fn."
+            )
 
 
 def _takes_agent(fn: Any) -> bool:

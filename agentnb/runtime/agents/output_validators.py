@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import UserError
 from ...models.types import Message
-from .callbacks import check_callable
+from ..data.callbacks import check_callable
 
 if TYPE_CHECKING:
-    from ..loop.context import RunContext
-    from ..loop.state import AgentRun
+    from ..data.context import RunContext
+    from ..data.state import AgentRun
 
 
 def check_output_validators(items: Any, where: str) -> tuple[Callable[..., Any], ...]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ... import checks
 from ...errors import UserError
-from ...models import checks
 from ...trace.sizes import escaped_length
 
 SEPARATOR = "\n\n"

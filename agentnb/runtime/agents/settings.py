@@ -7,14 +7,19 @@ field by the run's, and ``tool_choice`` back to ``"auto"`` once a forced tool ca
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 from ...errors import UserError
 from ...models.settings import ModelSettings
+from ..data.callbacks import check_callable
 
 if TYPE_CHECKING:
     from ...models.types import ToolCall
+    from ..data.context import RunContext
+    from ..tools.function import BaseTool
 
 
 @dataclass(frozen=True, init=False)
@@ -34,27 +39,78 @@ class StopAtTools:
         object.__setattr__(self, "names", tuple(names))
 
 
-ToolUseBehavior = Union[Literal["run_llm_again", "stop_on_first_tool"], StopAtTools]  # noqa: UP007
-"""What happens after an agent's tools ran: ask the model again (the default), or stop."""
+@dataclass(frozen=True, slots=True)
+class FunctionToolResult:
+    """One tool call of a turn, as a ``tool_use_behavior`` function reads it."""
+
+    tool: BaseTool | None
+    """The tool called (None: the model named a tool the agent does not have)."""
+    call: ToolCall
+    output: str
+    """The result as the model would read it (an error starts with ``ERROR: ``)."""
+    ok: bool = True
+    """Whether the call succeeded (its span ended ``ok``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsToFinalOutputResult:
+    """What a ``tool_use_behavior`` function decides: whether ``final_output`` is the agent's
+    output (no further model call), as in openai-agents."""
+
+    is_final_output: bool
+    final_output: Any = None
+    """The output (validated against the agent's ``output_type`` when it is text)."""
+
+
+ToolsToFinalOutputFunction = Callable[
+    ..., Union[ToolsToFinalOutputResult, Awaitable[ToolsToFinalOutputResult]]  # noqa: UP007
+]
+"""``fn(ctx, results) -> ToolsToFinalOutputResult`` (sync or async): openai-agents' signature,
+``ctx`` being the `RunContext` (``ctx.deps``, ``ctx.usage``), ``results`` the turn's
+`FunctionToolResult` list."""
+
+ToolUseBehavior = Union[  # noqa: UP007
+    Literal["run_llm_again", "stop_on_first_tool"], StopAtTools, ToolsToFinalOutputFunction
+]
+"""What happens after an agent's tools ran: ask the model again (the default), stop, or let a
+function decide."""
 
 BEHAVIORS = ("run_llm_again", "stop_on_first_tool")
 
 
 def check_behavior(value: Any, agent: str) -> None:
     """A `UserError` unless ``value`` is a tool-use behaviour."""
-    if isinstance(value, StopAtTools) or value in BEHAVIORS:
+    if isinstance(value, StopAtTools) or (isinstance(value, str) and value in BEHAVIORS):
+        return
+    if callable(value):
+        check_callable(value, f"Agent({agent!r}, tool_use_behavior=...)", ("ctx", "results"))
         return
     raise UserError(
-        f"Agent {agent!r}: tool_use_behavior must be 'run_llm_again', 'stop_on_first_tool' or "
-        f"agentnb.StopAtTools('tool_name', ...), got {value!r}"
+        f"Agent {agent!r}: tool_use_behavior must be 'run_llm_again', 'stop_on_first_tool', "
+        f"agentnb.StopAtTools('tool_name', ...) or a function fn(ctx, results), got {value!r}"
     )
+
+
+async def decided(
+    behavior: ToolsToFinalOutputFunction, ctx: RunContext, results: list[FunctionToolResult]
+) -> ToolsToFinalOutputResult:
+    """What a ``tool_use_behavior`` function decided (awaited when it is async)."""
+    verdict = behavior(ctx, results)
+    if inspect.isawaitable(verdict):
+        verdict = await verdict
+    if not isinstance(verdict, ToolsToFinalOutputResult):
+        raise UserError(
+            "tool_use_behavior=fn(ctx, results) must return "
+            f"agentnb.ToolsToFinalOutputResult(is_final_output, final_output), got {verdict!r}"
+        )
+    return verdict
 
 
 def stopping_call(behavior: Any, calls: list[ToolCall]) -> int | None:
     """The index of the call whose result ends the agent's run, or None to ask the model again.
 
     (A handoff's transfer call never gets here: control has moved on before.)"""
-    if behavior == "run_llm_again":
+    if behavior == "run_llm_again" or callable(behavior):
         return None
     for i, call in enumerate(calls):
         if behavior == "stop_on_first_tool" or call.name in behavior.names:

@@ -33,19 +33,20 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
+from ... import checks
 from ...errors import NoApprover, UserError
-from ...models import checks
-from ..agents.callbacks import check_callable
-from ..loop._off_loop import off_loop
-from ..loop.pause import PAUSE, paused_call
+from ..data.approvals import PAUSE, paused_call
+from ..data.approvals import ApprovalRecord as ApprovalRecord
+from ..data.callbacks import check_callable
+from ..data.off_loop import off_loop
 from ..tools.context import ToolCallContext
 from ..tools.function import APPROVAL_FORMS, BaseTool
 
 if TYPE_CHECKING:
-    from ..loop.state import AgentRun
-    from ..tools.agent_tool import AgentTool
+    from ..data.state import AgentRun
+    from ..engine.agent_tool import AgentTool
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,25 +98,6 @@ def reject_all(pending: PendingCall) -> Approval:
 
 _INSTANT: frozenset[Any] = frozenset({approve_all, reject_all})
 """Approvers known not to block: called on the loop, without a worker thread."""
-
-
-@dataclass(frozen=True)
-class ApprovalRecord:
-    """One decision on a call that needed approval (``result.approvals`` lists them)."""
-
-    tool: str
-    arguments: Any
-    """The call's arguments as a dict (a sub-agent's: ``input`` and ``artifacts``, or its schema's fields)."""
-    who: str
-    """The approver's name (``approve_all``, ``widget_approver``, your function's), or
-    ``needs_approval`` when that callable failed (which rejects)."""
-    decision: Literal["approved", "rejected"]
-    reason: str
-    time: float
-    """When it was decided, in seconds on the run's trace clock."""
-    wait_s: float
-    path: str
-    """The calling agent's path."""
 
 
 async def ask_approval(tool: AgentTool, parsed: Any, text: str, tcx: ToolCallContext) -> str | None:
@@ -182,15 +164,17 @@ async def decide(
             needed = await off_loop(needs_approval, *args)
         except Exception as exc:
             reason = f"needs_approval raised {type(exc).__name__}: {exc}"
-            _record(ctx, caller, pending, arguments, "needs_approval", False, reason, 0.0)
+            _record(ctx, caller, pending, arguments, "needs_approval", False, reason, 0.0, tcx)
             return f"call to {pending.tool} rejected: {reason}"
         if not needed:
             return None
-    if tcx.call_id in ctx.preapproved:  # approved on agentnb.resume (recorded there)
-        ctx.preapproved.discard(tcx.call_id)
-        return None
+    granted = ctx.preapproved.pop((caller.path, tcx.call_id), None)
+    if granted is not None:  # approved on agentnb.resume (recorded there): this exact call only
+        if granted.matches(pending.tool, tcx.arguments, arguments):
+            return None
+        return f"call to {pending.tool} rejected: it is not the call that was approved"
     if ctx.approver == PAUSE:
-        return paused_call(ctx, caller, pending.tool, tcx.call_id, arguments)
+        return paused_call(ctx, caller, pending.tool, tcx.call_id, arguments, tcx.arguments)
     approver = ctx.approver if ctx.approver is not None else default_approver(pending)
     span = trace.start(
         "approval",
@@ -214,7 +198,7 @@ async def decide(
     trace.end(span, status, approved=verdict.approved, reason=verdict.reason, wait_s=waited)
     tcx.span.attrs["approval_wait_s"] = waited
     who = str(getattr(approver, "__name__", type(approver).__name__))
-    _record(ctx, caller, pending, arguments, who, verdict.approved, verdict.reason, waited)
+    _record(ctx, caller, pending, arguments, who, verdict.approved, verdict.reason, waited, tcx)
     if verdict.approved:
         return None
     return f"call to {pending.tool} rejected: {verdict.reason or 'no reason given'}"
@@ -229,21 +213,49 @@ def _record(
     approved: bool,
     reason: str,
     waited: float,
+    tcx: ToolCallContext,
 ) -> None:
-    """A decision, as a log line of the trace and a row of ``result.approvals``."""
+    record_decision(
+        ctx,
+        caller,
+        pending.agent,
+        pending.tool,
+        arguments,
+        who,
+        approved,
+        reason,
+        waited,
+        tcx.call_id,
+    )
+
+
+def record_decision(
+    ctx: Any,
+    caller: AgentRun,
+    target: str,
+    tool: str,
+    arguments: Any,
+    who: str,
+    approved: bool,
+    reason: str,
+    waited: float,
+    call_id: str,
+) -> None:
+    """A decision, as a log line of the trace and a row of ``result.approvals`` (also used
+    by `agentnb.resume` for the decisions given to it)."""
     ctx.trace.log(
         "approval",
         depth=caller.depth,
         path=caller.path,
-        agent=pending.agent,
-        tool=pending.tool,
+        agent=target,
+        tool=tool,
         approved=approved,
         reason=reason,
         wait_s=waited,
     )
     ctx.approvals.append(
         ApprovalRecord(
-            pending.tool,
+            tool,
             arguments,
             who,
             "approved" if approved else "rejected",
@@ -251,6 +263,7 @@ def _record(
             ctx.trace.now(),
             waited,
             caller.path,
+            call_id,
         )
     )
 

@@ -17,19 +17,21 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Union
 
-from ...errors import GuardrailTripped, UserError
-from ...models import checks
+from ... import checks
+from ...errors import CallbackRaised, GuardrailTripped, UserError
 from ...models.types import Message, ModelResponse
-from ..agents.callbacks import check_callable
-from ..loop._off_loop import off_loop
-from ..loop._tasks import run_concurrently
-from ..loop.state import AgentRun
-from ..tools.function import to_text, truncate
+from ..data.callbacks import check_callable
+from ..data.events import being_cancelled
+from ..data.off_loop import off_loop
+from ..data.outcome import to_text
+from ..data.state import AgentRun
+from ..data.tasks import run_concurrently
+from ..tools.function import truncate
 
 if TYPE_CHECKING:
     from ...trace.spans import Span
     from ..agents.agent import Agent
-    from ..loop.context import RunContext
+    from ..data.context import RunContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +167,14 @@ async def check(guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, 
             result = await _ask_agent(guard, value, state, ctx, span)
         else:
             assert guard.fn is not None
-            result = await off_loop(guard.fn, ctx, agent, value)
+            try:
+                result = await off_loop(guard.fn, ctx, agent, value)
+            except asyncio.CancelledError:
+                if being_cancelled():  # the run is being cancelled, not failing
+                    raise
+                # raised by the guardrail itself: the run ends with it (RunCancelled), as a
+                # hook's would, instead of it leaving run_sync as the run's own cancellation
+                raise CallbackRaised(asyncio.CancelledError()) from None
         if not isinstance(result, GuardrailResult):
             raise UserError(
                 f"Guardrail {guard.name!r} returned {type(result).__name__}; it must return "
@@ -246,7 +255,7 @@ async def _ask_agent(
     guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, span: Span
 ) -> GuardrailResult:
     """Run the guardrail's agent on ``value`` below ``span``; its answer decides."""
-    from ..loop.runner import agent_loop  # the run loop calls guardrails: imported when one runs
+    from ..engine.runner import agent_loop  # the run loop calls guardrails: imported when one runs
 
     agent = guard.agent
     assert agent is not None and guard.trip_when is not None

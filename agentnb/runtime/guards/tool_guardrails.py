@@ -13,15 +13,17 @@ A tool with none of these goes straight to `BaseTool.invoke`: the run loop asks
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
-from ...errors import GuardrailTripped, UserError
-from ...models import checks
-from ..agents.callbacks import check_callable
-from ..loop._off_loop import off_loop
-from ..loop.outcome import ToolOutcome, model_text
+from ... import checks
+from ...errors import CallbackRaised, GuardrailTripped, UserError
+from ..data.callbacks import check_callable
+from ..data.events import being_cancelled
+from ..data.off_loop import off_loop
+from ..data.outcome import ToolOutcome, model_text
 from ..tools.context import ToolCallContext
 from ..tools.function import BaseTool
 
@@ -121,7 +123,12 @@ async def _verdict(
         tool=tool.name,
     )
     with trace.ends_on_failure(span):
-        verdict = await off_loop(fn, *args)
+        try:
+            verdict = await off_loop(fn, *args)
+        except asyncio.CancelledError:
+            if being_cancelled():
+                raise
+            raise CallbackRaised(asyncio.CancelledError()) from None  # the guardrail's own
         if not isinstance(verdict, ToolGuardrail):
             raise UserError(
                 f"Tool guardrail {name!r} returned {type(verdict).__name__}; it must return "

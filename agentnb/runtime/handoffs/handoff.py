@@ -27,25 +27,25 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
+from ... import checks
 from ...errors import CallbackRaised, UserError
-from ...models import checks
 from ...models.types import Message
 from ...trace.sizes import message_size
 from ...trace.tokens import message_tokens, preload, tokenizer
-from ..agents.callbacks import check_callable
-from ..loop.outcome import ToolOutcome
+from ..data.callbacks import check_callable
+from ..data.events import being_cancelled
+from ..data.outcome import ToolOutcome
+from ..data.transfer import Transfer
 from ..tools.context import ToolCallContext
 from ..tools.enabled import check_is_enabled
 from ..tools.function import BaseTool, validate_arguments
 from ..tools.schema import clean_schema
-from ..watch.events import being_cancelled
 from .filters import HistoryFilter, last_messages
-from .transfer import Transfer
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
-    from ..loop.context import RunContext
-    from ..loop.state import AgentRun
+    from ..data.context import RunContext
+    from ..data.state import AgentRun
 
 Strategy = Literal["full", "last_n", "intent_only"]
 STRATEGIES: tuple[str, ...] = ("full", "last_n", "intent_only")

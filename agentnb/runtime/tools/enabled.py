@@ -13,11 +13,11 @@ import inspect
 from typing import TYPE_CHECKING, Any
 
 from ...errors import CallbackRaised, UserError
-from ..agents.callbacks import check_callable
+from ..data.callbacks import check_callable
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
-    from ..loop.context import RunContext
+    from ..data.context import RunContext
     from .function import BaseTool
 
 

@@ -10,27 +10,32 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import re
+import sys
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar, TypedDict, Unpack
 
 from pydantic import BaseModel, PydanticUserError, ValidationError
-from pydantic_core import PydanticSerializationError, from_json, to_json
+from pydantic_core import from_json
 
-from ...errors import UserError
-from ...models import checks
+from ... import checks
+from ...errors import AgentnbWarning, CallbackRaised, UserError
 from ...models.types import ToolSpec
-from ..agents.callbacks import check_callable
-from ..handoffs.transfer import Transfer
-from ..loop.outcome import ToolOutcome
+from ..data.callbacks import check_callable
+from ..data.events import being_cancelled
+from ..data.outcome import ToolOutcome
+from ..data.outcome import to_text as to_text
+from ..data.transfer import Transfer
 from .context import ToolCallContext
 from .schema import arguments_model, clean_schema, parse_docstring
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
+    from ..data.context import RunContext
 
 DEFAULT_MAX_RESULT_CHARS = 20_000
 APPROVAL_FORMS = (("ctx", "arguments"), ("pending",))
@@ -79,6 +84,11 @@ class BaseTool(ABC):
         if self._spec is None:
             self._spec = ToolSpec(self.name, self.description, self.parameters)
         return self._spec
+
+    def spec_for(self, ctx: RunContext) -> ToolSpec:
+        """What the model is told about this tool in the run ``ctx``: `spec`, except for a
+        sub-agent's tool, whose document handles are the run's (see `.handles`)."""
+        return self.spec
 
     def sub_agents(self) -> tuple[tuple[str | None, Agent], ...]:
         """The agents a call of this tool may run, each with the team member name that picks
@@ -134,7 +144,11 @@ class Tool(BaseTool):
                 if inspect.isawaitable(value):
                     value = await value
         except asyncio.CancelledError:
-            raise
+            if being_cancelled():  # the run is being cancelled, not failing
+                raise
+            # raised by the tool itself: the run ends with it (RunCancelled), as a hook's would,
+            # instead of it leaving run_sync as the run's own cancellation
+            raise CallbackRaised(asyncio.CancelledError()) from None
         except Exception as exc:  # the model gets the error and may recover
             return ToolOutcome.error(f"{self.name} failed: {type(exc).__name__}: {exc}")
         if isinstance(value, Transfer):
@@ -158,29 +172,6 @@ def _in_thread(fn: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
         return fn(**kwargs)
     except GeneratorExit as exc:
         return _Raised(exc)
-
-
-def to_text(value: Any) -> str:
-    """How a tool's return value reaches the model: text as is, models and data as JSON.
-
-    Plain JSON data (dicts, lists, numbers) is written by `json.dumps`; anything holding what
-    pydantic can serialise (models, dataclasses, dates, in lists or dicts) is written as
-    pydantic writes a single model (`to_jsonable_python`'s rules, compact), never as a
-    Python repr; an object neither knows becomes its ``str``."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    if value is None:
-        return ""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        pass
-    try:
-        return to_json(value, fallback=str).decode()
-    except (PydanticSerializationError, TypeError, ValueError):
-        return str(value)
 
 
 def clip_result(value: Any, limit: int | None) -> str:
@@ -348,6 +339,7 @@ def function_tool(
             f"Tool {tool_name!r}: its parameters cannot be described as a JSON schema ({first_line}). "
             "Annotate each parameter with a type pydantic knows (str, int, a BaseModel, ...)."
         ) from None
+    _warn_if_underspecified(fn, tool_name, text, context_param)
     return Tool(
         tool_name,
         text,
@@ -361,3 +353,45 @@ def function_tool(
         needs_approval=needs_approval,
         is_enabled=is_enabled,
     )
+
+
+def _warn_if_underspecified(
+    fn: Callable[..., Any], name: str, description: str, context_param: str | None
+) -> None:
+    """A tool the model would be shown with no description, or with parameters of no type,
+    is accepted (it works) but warned about at the line that made it: the model cannot tell
+    what such a tool is for, nor what to send."""
+    untyped = [
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.annotation is inspect.Parameter.empty
+        and p.name != context_param
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    problems = []
+    if not description.strip():
+        problems.append(
+            "has no description (the model is shown its name only): give the function a "
+            "docstring, or tool(fn, description='...')"
+        )
+    if untyped:
+        problems.append(
+            f"has parameters without a type ({', '.join(untyped)}), so the model may send any "
+            "JSON for them: annotate them (text: str, count: int, ...)"
+        )
+    if problems:
+        warnings.warn(
+            AgentnbWarning(f"tool {name!r} " + "; and ".join(problems)),
+            stacklevel=_outside_agentnb(),
+        )
+
+
+def _outside_agentnb() -> int:
+    """The stack level of the first caller outside the agentnb package (``@tool``,
+    ``Agent(tools=[fn])`` or ``as_tool`` all get here through agentnb's own frames)."""
+    package = __name__.split(".")[0]
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == package:
+        frame, level = frame.f_back, level + 1
+    return level

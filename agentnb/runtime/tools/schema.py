@@ -32,6 +32,14 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     return summary, args
 
 
+def _is_run_context(annotation: Any) -> bool:
+    """Whether ``annotation`` is agentnb's `RunContext` (told by name: the run loop's module
+    imports the tools, not the other way round)."""
+    return getattr(annotation, "__name__", None) == "RunContext" and str(
+        getattr(annotation, "__module__", "")
+    ).startswith("agentnb.")
+
+
 def arguments_model(
     fn: Callable[..., Any], tool_name: str, arg_docs: dict[str, str]
 ) -> tuple[type[BaseModel], str | None]:
@@ -45,6 +53,12 @@ def arguments_model(
         if annotation is ToolCallContext:
             context_param = pname
             continue
+        if _is_run_context(annotation):
+            raise UserError(
+                f"Tool {tool_name!r}: parameter {pname!r} is typed RunContext; a tool is given "
+                "its context as agentnb.ToolCallContext (ctx.run is the RunContext): annotate "
+                f"it `{pname}: ToolCallContext`."
+            )
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise UserError(
                 f"Tool {tool_name!r}: *args and **kwargs cannot be described to a model; name each parameter."

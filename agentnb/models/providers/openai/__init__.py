@@ -1,0 +1,1 @@
+"""OpenAI Chat Completions, the API every OpenAI-compatible server speaks: `OpenAIModel`."""

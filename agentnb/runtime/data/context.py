@@ -1,0 +1,140 @@
+"""Limits and the run context shared by every agent of one hierarchy."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ... import checks
+from ...models.types import Message, Usage
+from ...trace.spans import Trace
+
+if TYPE_CHECKING:
+    from ...models.base import ModelClient
+    from ...models.settings import ModelSettings
+    from .approvals import ApprovalRecord
+    from .events import Watchers
+    from .options import RunOptions
+    from .state import AgentRun
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits for a whole run, sub-agents included. Exceeding one ends the run with ``ok=False``
+    (except the depth limit, which the calling agent is told about in text and can recover from)."""
+
+    max_depth: int = 2
+    """How deep sub-agents may nest: the root agent is depth 0, its sub-agents depth 1."""
+    max_model_calls: int | None = None
+    """Model calls allowed across the hierarchy; exhausting it raises `BudgetExceeded`."""
+    max_tokens: int | None = None
+    """Tokens (input + output) allowed across the hierarchy, counted the best way available."""
+    timeout: float | None = None
+    """Wall-clock seconds for the whole run."""
+
+    def __post_init__(self) -> None:
+        checks.non_negative_int(self.max_depth, "Limits(max_depth=...)")
+        checks.positive_int(self.max_model_calls, "Limits(max_model_calls=...)")
+        checks.positive_int(self.max_tokens, "Limits(max_tokens=...)")
+        checks.positive_seconds(self.timeout, "Limits(timeout=...)")
+
+
+_NO_LIMITS = Limits()
+"""The defaults, built once: `Limits` is frozen, so every run can share it."""
+
+
+@dataclass
+class TokenBudget:
+    """A token allowance for one scope: the run (fatal) or one sub-agent call (not fatal)."""
+
+    limit: int
+    label: str
+    fatal: bool
+    used: int = 0
+    method: str = "unavailable"
+
+
+@dataclass
+class RunContext:
+    """State shared by every agent in one run: ids, limits, artifacts, counters, the trace."""
+
+    run_id: str
+    limits: Limits
+    trace: Trace
+    artifacts: dict[str, str] = field(default_factory=dict)
+    approver: Any = None
+    deps: Any = None
+    """Whatever the caller passed as ``run(..., deps=...)``; tools reach it through their context."""
+    max_turns: int | None = None
+    """The root agent's turn limit for this run (None: the agent's own ``max_turns``)."""
+    model_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    active: list[AgentRun] = field(default_factory=list)
+    """Agents running now (several when sub-agents run in parallel)."""
+    root: AgentRun | None = None
+    default_model: ModelClient | None = None
+    """``run(model=...)``: the model of every agent of the run that has none."""
+    model_settings: ModelSettings | None = None
+    """``run(model_settings=...)``: overrides every agent's own settings, field by field."""
+    approvals: list[ApprovalRecord] = field(default_factory=list)
+    """Every approval decision of the run, in order (``result.approvals``)."""
+    watchers: Watchers | None = None
+    """What watches the run: its event sink (a stream, ``on_event``) and hooks
+    (`agentnb.runtime.data.events.Watchers`); None when nobody watches."""
+    interruptions: list[Any] = field(default_factory=list)
+    """The calls a paused run left waiting (`agentnb.runtime.engine.resume.Interruption`)."""
+    preapproved: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """Calls approved on `agentnb.resume`, by (caller's path, call id): what was approved
+    (`agentnb.runtime.engine.resume.Granted`). Only that exact call runs without asking."""
+    resumed: Any = None
+    """For a resumed run: ``fn(state, ctx)`` run before the first turn (the waiting calls)."""
+    paused_agents: dict[str, tuple[str, AgentRun]] = field(default_factory=dict)
+    """Sub-agents a pause went through, by path, each with the id of the call that ran it:
+    their histories are part of the state."""
+    inputs: tuple[Message, ...] = ()
+    """The messages the root agent started from (``result.new_items`` is what came after)."""
+    ended: BaseException | None = None
+    """A failure inside a run a tool started (`agentnb.runtime.engine.delegation`) that ends
+    this whole run: raised as soon as the tool returns."""
+    open_resources: dict[Any, Any] = field(default_factory=dict)
+    """What the run opened and closes when it ends, each with an async ``close()``: the
+    connections to MCP servers (`agentnb.runtime.tools.mcp`), shared by the hierarchy."""
+
+    @classmethod
+    def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:
+        """A run's context from its checked options. ``t0``: a shared clock origin
+        (``perf_counter``) for runs a pattern starts together."""
+        run_id = options.run_id or os.urandom(6).hex()  # 12 random hex digits
+        ctx = cls(
+            run_id,
+            options.run_limits or _NO_LIMITS,
+            Trace(run_id, t0),
+            dict(options.artifacts or {}),
+            options.approver,
+            options.deps,
+            max_turns=options.max_turns,
+        )
+        return ctx
+
+    def portable(self) -> RunContext:
+        """A copy that pickles, for a pickled or copied `RunResult`: the run's records (ids,
+        limits, trace, artifacts, usage, approvals) without what belonged to the live run
+        (agents, models, the approver, hooks and streams, ``deps``)."""
+        return replace(
+            self,
+            approver=None,
+            deps=None,
+            active=[],
+            root=None,
+            default_model=None,
+            watchers=None,
+            approvals=list(self.approvals),
+            ended=None,  # the result's own error says it (a user's exception may not pickle)
+            open_resources={},
+        )
+
+    @property
+    def depth(self) -> int:
+        """The depth of the deepest agent running now (0 when only the root runs, or none)."""
+        return max((a.depth for a in self.active), default=0)

@@ -1,0 +1,146 @@
+"""An event loop kept per thread, for `run_sync` and `stream_sync` when no loop is running.
+
+In a plain script the run happens on the calling thread, so objects bound to their thread
+(a ``sqlite3`` connection, a GUI handle) work from instructions functions, hooks and async
+tools. The loop is kept between calls, so a client bound to the loop of its first call (the
+httpx client inside ``openai``) keeps working across calls. Where a loop is already running
+(a Jupyter cell), that loop cannot be re-entered: `agentnb.runtime.engine.blocking` uses its background
+loop instead.
+
+Ctrl-C while the loop runs cancels the work (a first interrupt; a second one raises at once),
+waits for the cancellation to finish (so spans are closed), then raises `KeyboardInterrupt`,
+as ``asyncio.run`` does. A `SystemExit` or `KeyboardInterrupt` that a stray task lets out of
+the loop is absorbed (that task holds it); the work's own comes back to the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+_local = threading.local()
+_loops: weakref.WeakSet[asyncio.AbstractEventLoop] = weakref.WeakSet()
+"""Every loop this module made: code running on one must not block on another run."""
+
+
+class _Kept:
+    """The thread's loop; closed when the thread ends (the holder is dropped with it)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        _loops.add(self.loop)
+
+    def __del__(self) -> None:
+        loop = self.loop
+        if not loop.is_running() and not loop.is_closed():
+            loop.close()
+
+
+def thread_loop() -> asyncio.AbstractEventLoop:
+    """This thread's loop (made on first use, kept while the thread lives)."""
+    kept: _Kept | None = getattr(_local, "kept", None)
+    if kept is None or kept.loop.is_closed():
+        kept = _local.kept = _Kept()
+    return kept.loop
+
+
+def is_thread_loop(loop: asyncio.AbstractEventLoop | None) -> bool:
+    """Whether ``loop`` is one of the per-thread loops made here."""
+    return loop is not None and loop in _loops
+
+
+class _Escaped(Exception):
+    """Carries a `BaseException` out of the work's task (asyncio would raise it from the loop)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def run_here(awaitable: Awaitable[T], on_interrupt: Callable[[], None] | None = None) -> T:
+    """Run ``awaitable`` to completion on this thread's loop.
+
+    A first Ctrl-C calls ``on_interrupt`` (default: cancel the work) and lets the work wind
+    down; the work then ends (cancelled: `KeyboardInterrupt` is raised here) or returns
+    normally. A second Ctrl-C raises `KeyboardInterrupt` at once."""
+    loop = thread_loop()
+
+    async def main() -> T:
+        try:
+            return await awaitable
+        except (asyncio.CancelledError, GeneratorExit, Exception):
+            raise
+        except BaseException as exc:  # would leave the loop from the task's step
+            raise _Escaped(exc) from None
+
+    task = loop.create_task(main())
+    interrupts = 0
+
+    def interrupt(signum: int, frame: Any) -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts > 1 or task.done():
+            raise KeyboardInterrupt()
+        if on_interrupt is None:
+            task.cancel()
+        else:
+            on_interrupt()
+        loop.call_soon_threadsafe(lambda: None)  # wake a select() with a long timeout
+
+    handler = _install(interrupt)
+    try:
+        while not task.done():
+            try:
+                loop.run_until_complete(task)
+            except (KeyboardInterrupt, SystemExit):
+                if interrupts > 1:
+                    raise
+                continue  # a stray task's, which holds it: keep serving the work
+            except BaseException:
+                if not task.done():
+                    raise
+    except KeyboardInterrupt:
+        _restore(handler)  # a third interrupt is not caught
+        if not task.done():  # a second interrupt: cancel, and wait for the cancellation
+            task.cancel()
+            _drain(loop, task)
+        raise
+    finally:
+        _restore(handler)
+    if task.cancelled():
+        if interrupts:
+            raise KeyboardInterrupt()
+        raise asyncio.CancelledError()
+    error = task.exception()
+    if isinstance(error, _Escaped):
+        raise error.error
+    return task.result()
+
+
+def _drain(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+    while not task.done():
+        try:
+            loop.run_until_complete(asyncio.wait([task]))
+        except SystemExit:  # a stray task's
+            continue
+
+
+def _restore(handler: Any) -> None:
+    if handler is not None and signal.getsignal(signal.SIGINT) is handler:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _install(interrupt: Callable[[int, Any], None]) -> Any:
+    """Take over Ctrl-C while the loop runs (main thread, default handler only: a handler of
+    the user's is left alone)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    signal.signal(signal.SIGINT, interrupt)
+    return interrupt
