@@ -31,6 +31,12 @@ def frontier(
     """One row per configuration: the parameters, ``x``/``y`` means and intervals (columns
     ``<x>_mean``, ``<x>_low``, ...), and ``on_frontier``. By default a lower ``x`` (cost,
     latency) and a higher ``y`` (score) are better."""
+    from .experiments.stored import Experiment
+
+    if not isinstance(experiment, Experiment):
+        raise checks.fail(
+            "pareto(experiment, ...)", "an Experiment (agentnb.open_experiment(name))", experiment
+        )
     checks.text(x, "pareto(x)")
     checks.text(y, "pareto(y)")
     checks.flag(lower_x, "frontier(lower_x=...)")

@@ -95,6 +95,26 @@ def check_metric(runs: pd.DataFrame, metric: object, where: str) -> None:
         raise UserError(
             f"No column {metric!r} in the runs; choose one of {sorted(map(str, runs.columns))}"
         )
+    values = runs[metric].dropna()
+    numeric = [v for v in values.tolist() if isinstance(v, (int, float)) or hasattr(v, "dtype")]
+    if len(numeric) < len(values):
+        raise UserError(
+            f"{where}: the column {metric!r} holds text, not numbers; choose a numeric column "
+            "(score, cost, wall_s, calls, tokens_in, ...)"
+        )
+
+
+def check_groups(runs: pd.DataFrame, by: object, where: str) -> list[str]:
+    """``by`` names columns of the runs; else `UserError` listing them."""
+    if isinstance(by, str) or not isinstance(by, (list, tuple)):
+        raise checks.fail(where, "a list of column names", by)
+    unknown = [b for b in by if b not in runs.columns]
+    if unknown:
+        raise UserError(
+            f"{where}: no column {unknown[0]!r} in the runs; choose among "
+            f"{sorted(map(str, runs.columns))}"
+        )
+    return list(by)
 
 
 def _skewed(data: Any) -> bool:
@@ -156,6 +176,7 @@ def summarize(
     import pandas as pd
 
     check_metric(runs, metric, "summary(metric)")
+    by = check_groups(runs, by, "summary(by=...)")
     checks.one_of(method, "summary(method=...)", METHODS)
     check_confidence(confidence, "summary(confidence=...)")
     records = []

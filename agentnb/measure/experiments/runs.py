@@ -4,16 +4,21 @@ Built on `sweep`'s machinery (`configurations`, `run_once`, executors): what an 
 is the store (`agentnb.measure.experiments.store`), resuming, the response cache, scores and statistics.
 Each (configuration, trial, item) that ended ``ok`` is stored once and skipped when the same
 experiment runs again; one that failed is run again, its failed row kept beside the new one.
-A changed ``fn``, grid or dataset under the same name is refused unless ``resume`` says what
-to do, so two versions are never silently mixed.
+A run is matched by what it is: its parameters as canonical JSON, its trial and its dataset
+item's content, never by positions in the grid or the dataset. A changed ``fn``, grid or
+dataset under the same name is refused unless ``resume`` says what to do, so two versions are
+never silently mixed. One process at a time runs a given experiment (`agentnb.measure.experiments.owner`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import json
 import os
+import random
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -23,12 +28,19 @@ from ...errors import UserError
 from ...runtime import in_notebook
 from ..sweeps import CONFIG_COLUMNS, Grid, configurations, on_executor
 from .live import LiveSummary
-from .store import RUN_FIELDS, connect, store_path, to_json
+from .owner import Owner
+from .store import RUN_FIELDS, connect, fault, item_keys, store_path, to_json
 from .stored import Experiment
 from .trial import Job, attempt, job_on_worker
 from .writer import StoreResponses, Writer
 
 RESUME_MODES = (None, "continue", "new")
+ORDERS = ("trials", "shuffle", "grid")
+"""The order runs are made in: ``"trials"`` (the default) goes round every configuration and
+item for trial 0, then for trial 1, and so on, so drift in the machine or the server falls
+on every configuration alike; ``"shuffle"`` is a random order seeded by the experiment's name
+(the same in every process); ``"grid"`` makes each configuration's runs in a block. Each
+run's place in that order is stored (``runs.position``)."""
 RESERVED = frozenset({"trial", "item", "attempt", "score", *RUN_FIELDS, *CONFIG_COLUMNS})
 
 
@@ -45,6 +57,7 @@ async def experiment(
     resume: str | None = None,
     executor: Any = None,
     progress: bool = True,
+    order: str = "trials",
 ) -> Experiment:
     """Run ``fn`` for every configuration of ``grid``, ``trials`` times (and for every item of
     ``dataset``), writing each run to the store as it ends; returns the `Experiment`.
@@ -58,6 +71,11 @@ async def experiment(
     ``"continue"`` (keep what is stored, run what is missing) or ``"new"`` (a new version).
     ``executor``: as for `sweep` (a Dask cluster's ``client.get_executor()``): workers send
     rows back and this process writes them.
+    ``order``: the order runs are made in (`ORDERS`): ``"trials"``, ``"shuffle"`` or ``"grid"``.
+    A second process running the same experiment in the same store is refused with a
+    `UserError` naming the first. A store that stops taking runs raises `StoreFailed` (what
+    was committed stays); the `Experiment` returned says how many runs were ``made``,
+    ``stored`` and ``lost``.
     """
     checks.text(name, "experiment(name)", optional=False)
     checks.function(fn, "experiment(fn)", what="a function fn(**params, trial=...) returning a run")
@@ -68,6 +86,7 @@ async def experiment(
         raise checks.fail("experiment(cache=...)", "True, False, 'read' or 'write'", cache)
     checks.one_of(resume, "experiment(resume=...)", RESUME_MODES)
     checks.flag(progress, "experiment(progress=...)")
+    checks.one_of(order, "experiment(order=...)", ORDERS)
     if executor is not None and not callable(getattr(executor, "submit", None)):
         raise checks.fail(
             "experiment(executor=...)", "an executor with submit(...) or None", executor
@@ -85,51 +104,104 @@ async def experiment(
     path = store_path(store, "experiment")
     conn = connect(path)
     try:
-        parts = {"fn": _source(fn), "grid": [keyed(c) for c in configs], "dataset": items}
-        exp_id, version = _begin(conn, path, name, parts, configs, resume)
-        jobs, skipped = _todo(conn, exp_id, configs, trials, items)
-        writer = Writer(path)
-        responses = StoreResponses(conn, writer) if cache is not False else None
-        bar = _progress(name, len(jobs) + skipped, skipped, progress)
-        counts = {"failed": 0, "cached": 0}
-        metric = "score" if score is not None else "calls"
-        names = list(dict.fromkeys(k for c in configs for k in c))
-        live = LiveSummary(names, metric) if progress and in_notebook() else None
-
-        def done(job: Job, outcome: dict[str, Any]) -> None:
-            for key, entry in outcome.pop("responses", {}).items():
-                assert responses is not None
-                responses.put(key, entry)
-            record, rows, spans = _record(exp_id, job, outcome)
-            writer.put_run(record, rows, spans)
-            counts["failed"] += not outcome["ok"]
-            counts["cached"] += int(record["cached_calls"] or 0)
-            bar.set_postfix(counts, refresh=False)
-            bar.update(1)
-            if live is not None:
-                value = record[metric] if outcome["ok"] else None
-                if value is not None and record["score_type"] == "bool" and metric == "score":
-                    value = bool(value)  # pass/fail: a Wilson interval
-                live.add(job.params, value)
-
-        try:
-            if executor is None:
-                for job in jobs:
-                    done(job, await attempt(job, fn, score, cache, responses, items))
-            else:
-                args = [
-                    (j, fn, score, cache, responses.of_trial(j.trial) if responses else None, items)
-                    for j in jobs
-                ]
-                await on_executor(executor, job_on_worker, args, lambda n, o: done(jobs[n], o))
-        finally:
-            bar.close()
-            writer.close()
-            if live is not None:
-                live.draw()
+        with Owner(path, name):
+            parts = {"fn": _source(fn), "grid": [keyed(c) for c in configs], "dataset": items}
+            try:
+                exp_id, version = _begin(conn, path, name, parts, configs, resume)
+                plan = _plan(configs, trials, items, order, name)
+                jobs, skipped = _todo(conn, exp_id, plan)
+            except sqlite3.Error as exc:
+                raise fault(path, exc) from None
+            writer = Writer(path)
+            try:
+                await _run_jobs(
+                    name,
+                    exp_id,
+                    jobs,
+                    skipped,
+                    fn,
+                    score,
+                    cache,
+                    items,
+                    executor,
+                    progress,
+                    configs,
+                    conn,
+                    path,
+                    writer,
+                )
+            finally:
+                writer.close()  # raises StoreFailed when the store stopped taking runs
     finally:
         conn.close()
-    return Experiment(path, name, version)
+    exp = Experiment(path, name, version)
+    exp.made, exp.stored, exp.lost = writer.made, writer.stored, writer.made - writer.stored
+    exp.refused = writer.refused
+    return exp
+
+
+async def _run_jobs(
+    name: str,
+    exp_id: int,
+    jobs: list[Job],
+    skipped: int,
+    fn: Callable[..., Any],
+    score: Callable[..., Any] | None,
+    cache: bool | str,
+    items: list[Any] | None,
+    executor: Any,
+    progress: bool,
+    configs: list[dict[str, Any]],
+    conn: Any,
+    path: Any,
+    writer: Writer,
+) -> None:
+    """Make the runs, handing each to the writer as it ends."""
+    responses = StoreResponses(conn, path) if cache is not False else None
+    bar = _progress(name, len(jobs) + skipped, skipped, progress)
+    counts = {"failed": 0, "cached": 0}
+    metric = "score" if score is not None else "calls"
+    names = list(dict.fromkeys(k for c in configs for k in c))
+    live = LiveSummary(names, metric) if progress and in_notebook() else None
+
+    def done(job: Job, outcome: dict[str, Any]) -> None:
+        made = list(outcome.pop("responses", {}).items())  # an executor's job sends them back
+        if responses is not None:
+            made += responses.take()
+        record, rows, spans = _record(exp_id, job, outcome)
+        for _, entry in made:  # what a later run answered from these keeps as its timing
+            entry["wall_s"], entry["critical_s"] = record["wall_s"], record["critical_s"]
+        writer.put_run(record, rows, spans, made)
+        counts["failed"] += not outcome["ok"]
+        counts["cached"] += int(record["cached_calls"] or 0)
+        bar.set_postfix(counts, refresh=False)
+        bar.update(1)
+        if live is not None:
+            value = record[metric] if outcome["ok"] else None
+            if value is not None and record["score_type"] == "bool" and metric == "score":
+                value = bool(value)  # pass/fail: a Wilson interval
+            live.add(job.params, value)
+
+    try:
+        if executor is None:
+            for job in jobs:
+                try:
+                    outcome = await attempt(job, fn, score, cache, responses, items)
+                except BaseException:
+                    if responses is not None:
+                        responses.drop()  # a run cut short stores none of its answers
+                    raise
+                done(job, outcome)
+        else:
+            args = [
+                (j, fn, score, cache, responses.of_trial(j.trial) if responses else None, items)
+                for j in jobs
+            ]
+            await on_executor(executor, job_on_worker, args, lambda n, o: done(jobs[n], o))
+    finally:
+        bar.close()
+        if live is not None:
+            live.draw()
 
 
 def keyed(config: Mapping[str, Any]) -> str:
@@ -177,23 +249,44 @@ def _begin(
     resume: str | None,
 ) -> tuple[int, int]:
     """The experiment's row: the stored one (resumed) or a new version; a `UserError` when the
-    stored one was run with another fn, grid or dataset and ``resume`` does not say what to do."""
-    fingerprint = {k: _digest(v) for k, v in parts.items()}
+    stored one was run with another fn, grid or dataset and ``resume`` does not say what to do.
+    ``resume="continue"`` under a changed definition adds a ``revisions`` row: what was stored
+    under the earlier one stays as it was."""
+    fingerprint = _fingerprint(parts)
     row = conn.execute(
         "SELECT id, version, fingerprint FROM experiments WHERE name = ? ORDER BY version DESC",
         (name,),
     ).fetchone()
+    params = list(dict.fromkeys(k for c in configs for k in c))
     if row is not None and resume != "new":
-        exp_id, version, stored = row[0], row[1], json.loads(row[2])
+        exp_id, version = row[0], row[1]
+        latest = conn.execute(
+            "SELECT fingerprint, revision FROM revisions WHERE experiment_id = ? "
+            "ORDER BY revision DESC",
+            (exp_id,),
+        ).fetchone()
+        try:
+            stored = json.loads(latest[0] if latest else row[2])
+        except ValueError as exc:
+            raise fault(path, exc) from None
         changed = [k for k in ("fn", "grid", "dataset") if stored.get(k) != fingerprint[k]]
         if not changed:
             return exp_id, version
         if resume == "continue":
             with conn:
                 conn.execute(
-                    "UPDATE experiments SET fingerprint = ?, fn = ?, grid = ?, dataset = ? "
-                    "WHERE id = ?",
-                    (to_json(fingerprint), parts["fn"], to_json(configs), _dataset(parts), exp_id),
+                    "INSERT INTO revisions (experiment_id, revision, fingerprint, fn, grid, "
+                    "dataset, params, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        exp_id,
+                        (latest[1] if latest else 1) + 1,
+                        to_json(fingerprint),
+                        parts["fn"],
+                        to_json(configs),
+                        _dataset(parts),
+                        to_json(params),
+                        time.time(),
+                    ),
                 )
             return exp_id, version
         raise UserError(
@@ -202,7 +295,6 @@ def _begin(
             "resume='new' to store a new version beside it, or give it another name."
         )
     version = 1 if row is None else row[1] + 1
-    params = list(dict.fromkeys(k for c in configs for k in c))
     with conn:
         cursor = conn.execute(
             "INSERT INTO experiments (name, version, fingerprint, fn, grid, dataset, params, "
@@ -221,33 +313,59 @@ def _begin(
     return int(cursor.lastrowid), version
 
 
+def _fingerprint(parts: dict[str, Any]) -> dict[str, str]:
+    """The hashes of fn, grid and dataset; the grid's as a set of configurations (a grid
+    value given as a Python set expands in an order that depends on the hash seed)."""
+    return {
+        "fn": _digest(parts["fn"]),
+        "grid": _digest(sorted(parts["grid"])),
+        "dataset": _digest(parts["dataset"]),
+    }
+
+
 def _dataset(parts: dict[str, Any]) -> str | None:
     return None if parts["dataset"] is None else to_json(parts["dataset"])
 
 
-def _todo(
-    conn: Any, exp_id: int, configs: list[dict[str, Any]], trials: int, items: list[Any] | None
-) -> tuple[list[Job], int]:
-    """The runs still to make, and how many are stored already (ended ok)."""
-    tried: dict[tuple[str, int, int | None], int] = {}
-    ended: set[tuple[str, int, int | None]] = set()
+def _plan(
+    configs: list[dict[str, Any]], trials: int, items: list[Any] | None, order: str, name: str
+) -> list[Job]:
+    """Every run of the experiment, in the order they are to be made (`ORDERS`)."""
+    keys = [keyed(c) for c in configs]
+    ids = item_keys(items) if items is not None else [None]
+    indices: list[int | None] = list(range(len(items))) if items is not None else [None]
+    cells = [
+        (i, t, n) for t in range(trials) for n in range(len(indices)) for i in range(len(configs))
+    ]
+    if order == "grid":
+        cells.sort(key=lambda c: (c[0], c[1], c[2]))
+    elif order == "shuffle":
+        seed = int(hashlib.sha256(name.encode()).hexdigest()[:16], 16)
+        random.Random(seed).shuffle(cells)
+    return [
+        Job(i, keys[i], configs[i], t, indices[n], 1, ids[n], position)
+        for position, (i, t, n) in enumerate(cells)
+    ]
+
+
+def _todo(conn: Any, exp_id: int, plan: list[Job]) -> tuple[list[Job], int]:
+    """The runs still to make, and how many are stored already (ended ok), matched by
+    parameters, trial and item content."""
+    tried: dict[tuple[str, int, str | None], int] = {}
+    ended: set[tuple[str, int, str | None]] = set()
     for key, trial, item, ok in conn.execute(
-        "SELECT config_key, trial, item, ok FROM runs WHERE experiment_id = ?", (exp_id,)
+        "SELECT params, trial, item_key, ok FROM runs WHERE experiment_id = ?", (exp_id,)
     ):
         tried[key, trial, item] = tried.get((key, trial, item), 0) + 1
         if ok:
             ended.add((key, trial, item))
     jobs, skipped = [], 0
-    indices: list[int | None] = list(range(len(items))) if items is not None else [None]
-    for i, config in enumerate(configs):
-        key = keyed(config)
-        for trial in range(trials):
-            for item in indices:
-                if (key, trial, item) in ended:
-                    skipped += 1
-                else:
-                    n = tried.get((key, trial, item), 0)
-                    jobs.append(Job(i, key, config, trial, item, n + 1))
+    for job in plan:
+        identity = (job.key, job.trial, job.item_key)
+        if identity in ended:
+            skipped += 1
+        else:
+            jobs.append(dataclasses.replace(job, attempt=tried.get(identity, 0) + 1))
     return jobs, skipped
 
 
@@ -268,7 +386,9 @@ def _record(
         params=job.key,
         trial=job.trial,
         item=job.item,
+        item_key=job.item_key,
         attempt=job.attempt,
+        position=job.position,
         ok=int(bool(outcome["ok"])),
     )
     return record, outcome["rows"], outcome.get("spans") or []

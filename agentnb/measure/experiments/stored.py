@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ... import checks
 from ...errors import UserError
 from ..stats import paired, summarize
-from .store import CALL_FIELDS, RUN_TOTALS, connect, fault, frame, store_path
+from .store import CALL_FIELDS, RUN_TOTALS, connect, fault, frame, item_keys, store_path, to_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -32,13 +32,22 @@ RUN_COLUMNS = (
     "score_error",
     "wall_s",
     "critical_s",
+    "timing",
     *RUN_TOTALS,
+    "tool_errors",
+    "subagent_errors",
+    "position",
     "started",
     "ended",
 )
-"""The columns of `Experiment.runs` after the parameters."""
+"""The columns of `Experiment.runs` after the parameters. ``config`` and ``item`` are the
+run's places in the experiment's latest grid and dataset (a run of a configuration or item
+no longer in them comes after); ``timing`` says whether ``wall_s`` and ``critical_s`` were
+measured or kept from the run that made the cached answers."""
 
 RUN_KEY = ("config", "trial", "item")
+IDENTITY = ("params", "trial", "item_key")
+"""What a stored run is: its parameters, trial and item content; never its indices."""
 
 
 class Experiment:
@@ -48,20 +57,48 @@ class Experiment:
         self.path = path
         self.name = name
         self.version = version
+        self.made: int | None = None
+        """Runs made by the `agentnb.experiment` call that returned this (None when opened)."""
+        self.stored: int | None = None
+        """Of those, runs committed to the store."""
+        self.lost: int | None = None
+        """Of those, runs made and not stored (0 unless the store failed)."""
+        self.refused: int | None = None
+        """Of the stored, runs kept as failed because the store could not hold their values."""
 
     def _connect(self) -> sqlite3.Connection:
         return connect(self.path, readonly=True)
 
     def _meta(self, conn: sqlite3.Connection) -> tuple[int, list[str], Any]:
-        row = conn.execute(
-            "SELECT id, params, dataset FROM experiments WHERE name = ? AND version = ?",
-            (self.name, self.version),
-        ).fetchone()
-        if row is None:
-            raise UserError(
-                f"Experiment {self.name!r} v{self.version} is not in {str(self.path)!r}"
-            )
-        return row[0], json.loads(row[1]), None if row[2] is None else json.loads(row[2])
+        """The experiment's id, its parameter names (of every revision) and its latest grid
+        and dataset."""
+        return self._definition(conn)[:3]
+
+    def _definition(self, conn: sqlite3.Connection) -> tuple[int, list[str], Any, list[str]]:
+        try:
+            row = conn.execute(
+                "SELECT id, params, dataset, grid FROM experiments WHERE name = ? AND version = ?",
+                (self.name, self.version),
+            ).fetchone()
+            if row is None:
+                raise UserError(
+                    f"Experiment {self.name!r} v{self.version} is not in {str(self.path)!r}"
+                )
+            revisions = conn.execute(
+                "SELECT params, dataset, grid FROM revisions WHERE experiment_id = ? "
+                "ORDER BY revision",
+                (row[0],),
+            ).fetchall()
+            params: list[str] = []
+            for text in [row[1], *(r[0] for r in revisions)]:
+                params += [p for p in json.loads(text) if p not in params]
+            dataset, grid = (revisions[-1][1], revisions[-1][2]) if revisions else row[2:4]
+            configs = [to_json(c) for c in json.loads(grid)]
+            return row[0], params, None if dataset is None else json.loads(dataset), configs
+        except sqlite3.Error as exc:
+            raise fault(self.path, exc) from None
+        except (ValueError, TypeError) as exc:  # a value that is not the JSON agentnb wrote
+            raise fault(self.path, exc) from None
 
     @property
     def params(self) -> list[str]:
@@ -84,22 +121,32 @@ class Experiment:
         """Every stored run, failed attempts that were run again included (``attempt``)."""
         conn = self._connect()
         try:
-            exp_id, params, _ = self._meta(conn)
+            exp_id, params, dataset, configs = self._definition(conn)
             runs = _read(conn, "SELECT * FROM runs WHERE experiment_id = ? ORDER BY id", exp_id)
         finally:
             conn.close()
-        return _runs_frame(runs, params)
+        return self._frame(_placed(runs, configs, dataset), params)
+
+    def _frame(self, runs: pd.DataFrame, params: list[str]) -> pd.DataFrame:
+        try:
+            return _runs_frame(runs, params)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise fault(self.path, exc) from None
 
     @property
     def runs(self) -> pd.DataFrame:
         """One row per run (configuration × trial × item, in that order), its latest attempt:
         the parameters, then `RUN_COLUMNS`. A score is a bool where the score function returned bools."""
-        runs = self.history()
-        latest = runs.drop_duplicates(subset=list(RUN_KEY), keep="last")
-        # in the grid's order, whatever order an executor's jobs ended in
-        latest = latest.sort_values(list(RUN_KEY), kind="stable").reset_index(drop=True)
-        latest.attrs.update(runs.attrs)
-        return latest
+        conn = self._connect()
+        try:
+            exp_id, params, dataset, configs = self._definition(conn)
+            runs = _read(conn, "SELECT * FROM runs WHERE experiment_id = ? ORDER BY id", exp_id)
+        finally:
+            conn.close()
+        latest = _placed(runs, configs, dataset).drop_duplicates(subset=list(IDENTITY), keep="last")
+        # in the grid's order, whatever order the runs were made in
+        latest = latest.sort_values(list(RUN_KEY), kind="stable")
+        return self._frame(latest, params)
 
     @property
     def calls(self) -> pd.DataFrame:
@@ -109,7 +156,7 @@ class Experiment:
 
         conn = self._connect()
         try:
-            exp_id, params, _ = self._meta(conn)
+            exp_id, params, dataset, configs = self._definition(conn)
             runs = _read(conn, "SELECT * FROM runs WHERE experiment_id = ? ORDER BY id", exp_id)
             calls = _read(
                 conn,
@@ -119,13 +166,18 @@ class Experiment:
             )
         finally:
             conn.close()
-        current = runs.drop_duplicates(subset=list(RUN_KEY), keep="last")
-        head = _runs_frame(current, params)[
+        current = _placed(runs, configs, dataset).drop_duplicates(
+            subset=list(IDENTITY), keep="last"
+        )
+        head = self._frame(current, params)[
             [*params, "config", "trial", "item", "ok", "error", "wall_s", "critical_s"]
         ]
         head.index = current["id"].to_numpy()
         calls = calls[calls["run"].isin(head.index)]
-        extra = [json.loads(e) if isinstance(e, str) else {} for e in calls["extra"]]
+        try:
+            extra = [json.loads(e) if isinstance(e, str) else {} for e in calls["extra"]]
+        except ValueError as exc:
+            raise fault(self.path, exc) from None
         body = calls[list(CALL_FIELDS)].reset_index(drop=True)
         body["cached"] = body["cached"].astype(bool)
         out = pd.concat([head.loc[calls["run"].to_numpy()].reset_index(drop=True), body], axis=1)
@@ -151,7 +203,10 @@ class Experiment:
             )
         finally:
             conn.close()
-        spans["attrs"] = [json.loads(a) if isinstance(a, str) else {} for a in spans["attrs"]]
+        try:
+            spans["attrs"] = [json.loads(a) if isinstance(a, str) else {} for a in spans["attrs"]]
+        except ValueError as exc:
+            raise fault(self.path, exc) from None
         return spans
 
     def summary(
@@ -171,17 +226,61 @@ class Experiment:
         return summarize(runs, metric, groups, method=method, confidence=confidence)
 
     def query(self, sql: str, *args: Any) -> pd.DataFrame:
-        """Any read-only SQL on the store (docs/experiments.md describes its tables)."""
+        """Any read-only SQL on the store (docs/experiments.md describes its tables): a
+        statement that would write, attach another file or change a setting is refused."""
+        checks.text(sql, "query(sql)", optional=False)
         conn = self._connect()
+        conn.set_authorizer(_reads_only)
         try:
             return frame(conn, sql, args)
-        except sqlite3.Error as exc:
-            raise UserError(f"The query failed on {str(self.path)!r}: {exc}") from None
+        except (sqlite3.Error, ValueError, OverflowError) as exc:  # binding errors too
+            raise UserError(
+                f"The query failed on {str(self.path)!r}: {exc}. It takes one read-only "
+                "statement (SELECT ...) and its ? values."
+            ) from None
         finally:
             conn.close()
 
     def __repr__(self) -> str:
-        return f"Experiment({self.name!r}, version {self.version}, store {str(self.path)!r})"
+        counts = ""
+        if self.made is not None:
+            counts = f", runs made {self.made}, stored {self.stored}, lost {self.lost}"
+        return (
+            f"Experiment({self.name!r}, version {self.version}, store {str(self.path)!r}{counts})"
+        )
+
+
+_ALLOWED = {
+    sqlite3.SQLITE_SELECT,
+    sqlite3.SQLITE_READ,
+    sqlite3.SQLITE_FUNCTION,
+    sqlite3.SQLITE_RECURSIVE,
+}
+
+
+def _reads_only(action: int, *_: Any) -> int:
+    """`Experiment.query`'s authorizer: reading only (no ATTACH, PRAGMA, write)."""
+    return sqlite3.SQLITE_OK if action in _ALLOWED else sqlite3.SQLITE_DENY
+
+
+def _placed(runs: pd.DataFrame, configs: list[str], dataset: list[Any] | None) -> pd.DataFrame:
+    """The runs with ``config`` and ``item`` their places in the latest grid and dataset
+    (matched by parameters and item content); a run of a configuration or an item the latest
+    definition no longer holds keeps a place after them, in the order first stored."""
+    if runs.empty:
+        return runs
+    runs = runs.copy()
+    known = {text: i for i, text in enumerate(configs)}
+    for text in runs["params"]:
+        known.setdefault(text, len(known))
+    runs["config"] = [known[t] for t in runs["params"]]
+    if dataset is not None and "item_key" in runs:
+        places = {key: i for i, key in enumerate(item_keys(dataset))}
+        for key in runs["item_key"]:
+            if key is not None:
+                places.setdefault(key, len(places))
+        runs["item"] = [places.get(k) if k is not None else None for k in runs["item_key"]]
+    return runs
 
 
 def _read(conn: sqlite3.Connection, sql: str, exp_id: int) -> pd.DataFrame:
@@ -229,6 +328,8 @@ def open_experiment(
         rows = conn.execute(
             "SELECT name, version FROM experiments ORDER BY name, version"
         ).fetchall()
+    except sqlite3.Error as exc:
+        raise fault(path, exc) from None
     finally:
         conn.close()
     versions = [v for n, v in rows if n == name]

@@ -33,6 +33,10 @@ class Job:
     trial: int
     item: int | None
     attempt: int
+    item_key: str | None = None
+    """The item's identity (its content, `agentnb.measure.store.item_keys`)."""
+    position: int = 0
+    """Where the run stands in the experiment's order (interleaved by trial by default)."""
 
 
 def job_on_worker(
@@ -77,7 +81,33 @@ async def attempt(
         SESSION.reset(token)
     outcome["started"], outcome["ended"] = started, time.time()
     outcome.update(_totals(outcome["rows"]))
+    outcome.update(_failures(outcome.get("spans") or []))
+    outcome["timing"] = _timing(outcome, session)
     return outcome
+
+
+def _failures(spans: list[tuple[Any, ...]]) -> dict[str, int]:
+    """A run's tool calls and sub-agents that did not end ok (a score over a half-failed run
+    shows it)."""
+    tools = sum(1 for s in spans if s[3] == "tool_call" and s[10] != "ok")
+    agents = sum(1 for s in spans if s[3] == "agent" and (s[7] or 0) > 0 and s[10] != "ok")
+    return {"tool_errors": tools, "subagent_errors": agents}
+
+
+def _timing(outcome: dict[str, Any], session: Session | None) -> str:
+    """``measured``; ``cached``: every call was answered from the cache, and the run keeps
+    the timing of the run that made the answers (``wall_s``, ``critical_s``);
+    ``partly cached``: its times mix the replay's and the model's."""
+    cached, calls = outcome.get("cached_calls") or 0, outcome.get("calls") or 0
+    if session is None or not cached:
+        return "measured"
+    if cached < calls:
+        return "partly cached"
+    wall, critical = session.timings[0] if session.timings else (None, None)
+    if wall is None:
+        return "partly cached"  # answers stored before runs kept their timing
+    outcome["wall_s"], outcome["critical_s"] = wall, critical
+    return "cached"
 
 
 async def _after(
@@ -99,6 +129,7 @@ async def _after(
         value = score(result, **params)
         if inspect.isawaitable(value):
             value = await value
+        value = _plain_scalar(value)
         if isinstance(value, bool):
             out["score"], out["score_type"] = float(value), "bool"
         elif isinstance(value, numbers.Real) and not math.isnan(float(value)):
@@ -119,6 +150,16 @@ async def _after(
         judge_tokens_out=judge.usage.output_tokens,
     )
     return out
+
+
+def _plain_scalar(value: Any) -> Any:
+    """A numpy scalar (``numpy.bool_``, ``numpy.float32``...) as the Python value it holds."""
+    if getattr(value, "shape", None) == () and callable(getattr(value, "item", None)):
+        try:
+            return value.item()
+        except (TypeError, ValueError):
+            return value
+    return value
 
 
 def _spans(parts: list[Any]) -> list[tuple[Any, ...]]:

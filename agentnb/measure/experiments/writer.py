@@ -1,14 +1,20 @@
 """The store's writer: one thread that inserts what runs send it and commits in batches.
 
 Runs end on the driver (or come back from an executor's workers); the driver hands each one to
-`Writer.put` and goes on. The thread inserts a run with its calls and spans in one go, so a run
-is stored whole or not at all, and commits whenever its queue runs dry and at least every
-`FLUSH_S`: a process killed with SIGKILL loses at most the runs in flight, those queued for
-less than a second included. `StoreResponses` is the response cache's view of the store.
+`Writer.put_run` and goes on. The thread inserts a run with its calls, its spans and the cached
+answers it made in one go (a savepoint), so a run is stored whole or not at all, and commits at
+least every `FLUSH_S`: a process killed with SIGKILL loses at most the runs in flight, those
+queued for less than a second included. A value SQLite cannot hold (an integer beyond 64 bits,
+an object JSON cannot write) is stored as its text; a run that still cannot be stored is stored
+as a failed run saying why (``refused``), so it runs again on resume. Any other failure (a full
+disk, a lock held too long, a bug) stops the writer: what it committed stays, and the error
+(`StoreFailed`) says how many runs were made, stored and lost. `StoreResponses` is the response
+cache's view of the store.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import threading
@@ -29,12 +35,45 @@ _INSERT_RUN = (
 )
 _INSERT_CALL = f"INSERT INTO calls VALUES ({', '.join('?' * (len(CALL_FIELDS) + 2))})"
 _INSERT_SPAN = f"INSERT INTO spans VALUES ({', '.join('?' * (len(SPAN_FIELDS) + 3))})"
-_INSERT_RESPONSE = "INSERT OR IGNORE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_RESPONSE_FIELDS = (
+    "key",
+    "model",
+    "trial",
+    "path",
+    "turn",
+    "latency_s",
+    "response",
+    "created",
+    "checksum",
+    "wall_s",
+    "critical_s",
+)
+_INSERT_RESPONSE = (
+    f"INSERT OR {{}} INTO responses ({', '.join(_RESPONSE_FIELDS)}) "
+    f"VALUES ({', '.join('?' * len(_RESPONSE_FIELDS))})"
+)
 _CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class StoreFailed(UserError):
+    """The store stopped taking runs (a full disk, a lock, a fault): what was committed is
+    kept; ``made``, ``stored`` and ``lost`` count the runs of this call."""
+
+    def __init__(self, message: str, made: int = 0, stored: int = 0) -> None:
+        super().__init__(message)
+        self.cause = message
+        self.made, self.stored, self.lost = made, stored, made - stored
+
+    def __str__(self) -> str:
+        return (
+            f"{self.cause} Runs made: {self.made}, stored: {self.stored}, not stored: "
+            f"{self.lost} (they run again when the experiment is resumed)."
+        )
 
 
 class Writer:
-    """Inserts runs and cached responses on its own thread (see the module docstring).
+    """Inserts runs and their cached responses on its own thread (see the module docstring).
 
     The driver only appends to a deque (thread-safe, no lock, no wake-up): a thread woken for
     every run would take the interpreter lock from the run loop each time. The thread takes
@@ -43,20 +82,31 @@ class Writer:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.error: UserError | None = None
+        self.made = 0
+        """Runs handed over."""
+        self.stored = 0
+        """Runs committed (the refused ones included, as failed runs saying why)."""
+        self.refused = 0
+        """Runs stored as failed because the store could not hold what they returned."""
         self._conn = connect(path)  # here, so a store that cannot be written fails at once
+        self._conn.isolation_level = None  # transactions and savepoints said explicitly
         self._items: deque[tuple[Any, ...]] = deque()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="agentnb-store", daemon=True)
         self._thread.start()
 
-    def put_run(self, record: dict[str, Any], rows: list[dict[str, Any]], spans: list[Any]) -> None:
-        """Hand over one ended run: its ``runs`` row, its call rows, its span rows."""
+    def put_run(
+        self,
+        record: dict[str, Any],
+        rows: list[dict[str, Any]],
+        spans: list[Any],
+        responses: list[tuple[str, dict[str, Any]]] = (),  # type: ignore[assignment]
+    ) -> None:
+        """Hand over one ended run: its ``runs`` row, its call rows, its span rows and the
+        answers it added to the response cache (stored with it, or not at all)."""
         self._raise()
-        self._items.append(("run", record, rows, spans))
-
-    def put_response(self, key: str, entry: dict[str, Any]) -> None:
-        self._raise()
-        self._items.append(("response", key, entry))
+        self.made += 1
+        self._items.append((record, rows, spans, responses))
 
     def close(self) -> None:
         """Write what was handed over, commit, stop the thread; raise what went wrong."""
@@ -66,7 +116,7 @@ class Writer:
 
     def _raise(self) -> None:
         if self.error is not None:
-            raise self.error
+            raise StoreFailed(str(self.error), self.made, self.stored)
 
     def _loop(self) -> None:
         conn = self._conn
@@ -75,40 +125,102 @@ class Writer:
                 stopping = self._stop.wait(FLUSH_S)
                 items = self._items
                 if items:
+                    batch = 0
+                    conn.execute("BEGIN")
                     while items:
-                        _write(conn, items.popleft())
-                    conn.commit()
+                        self.refused += _write_whole(conn, items.popleft())
+                        batch += 1
+                    conn.execute("COMMIT")
+                    self.stored += batch
                 if stopping:
                     return
-        except sqlite3.Error as exc:
-            self.error = fault(self.path, exc)
+        except BaseException as exc:  # noqa: BLE001 (any failure stops the writer, and says so)
+            self.error = (
+                fault(self.path, exc)
+                if isinstance(exc, sqlite3.Error)
+                else UserError(
+                    f"The store {str(self.path)!r} stopped writing: {type(exc).__name__}: "
+                    f"{str(exc)[:300]}."
+                )
+            )
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
         finally:
             conn.close()
 
 
-def _write(conn: sqlite3.Connection, item: tuple[Any, ...]) -> None:
-    if item[0] == "response":
-        _, key, e = item
-        conn.execute(
-            _INSERT_RESPONSE,
-            (
-                key,
-                e["model"],
-                e["trial"],
-                e["path"],
-                e["turn"],
-                e["latency_s"],
-                json.dumps(e["response"], ensure_ascii=False),
-                time.time(),
-            ),
-        )
-        return
-    _, record, rows, spans = item
-    run = conn.execute(_INSERT_RUN, [record[f] for f in RUN_FIELDS]).lastrowid
+def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
+    """Insert one run whole; 1 when it had to be stored as refused (a failed run)."""
+    conn.execute("SAVEPOINT run")
+    try:
+        _write(conn, item, plain=False)
+    except (OverflowError, TypeError, ValueError, sqlite3.InterfaceError):
+        conn.execute("ROLLBACK TO run")  # a value SQLite or JSON cannot take: as text
+        try:
+            _write(conn, item, plain=True)
+        except (OverflowError, TypeError, ValueError, sqlite3.InterfaceError) as exc:
+            conn.execute("ROLLBACK TO run")
+            record = dict(item[0])
+            record.update({f: None for f in ("score", "score_type", "score_error")})
+            record.update(
+                ok=0,
+                error=f"the store could not hold this run ({type(exc).__name__}: {exc})"[:500],
+            )
+            conn.execute(_INSERT_RUN, [_storable(record.get(f)) for f in RUN_FIELDS])
+            conn.execute("RELEASE run")
+            return 1
+    conn.execute("RELEASE run")
+    return 0
+
+
+def _write(conn: sqlite3.Connection, item: tuple[Any, ...], *, plain: bool) -> None:
+    record, rows, spans, responses = item
+    fix = _storable if plain else _same
+    run = conn.execute(_INSERT_RUN, [fix(record[f]) for f in RUN_FIELDS]).lastrowid
     if rows:
-        conn.executemany(_INSERT_CALL, [_call(run, row) for row in rows])
+        conn.executemany(_INSERT_CALL, [[fix(v) for v in _call(run, row)] for row in rows])
     if spans:
-        conn.executemany(_INSERT_SPAN, [(run, *span[:-1], _json(span[-1])) for span in spans])
+        conn.executemany(
+            _INSERT_SPAN, [[fix(v) for v in (run, *span[:-1], _json(span[-1]))] for span in spans]
+        )
+    for key, e in responses:
+        text = response_text(e["response"])
+        conn.execute(
+            _INSERT_RESPONSE.format("REPLACE" if e.get("replace") else "IGNORE"),
+            [
+                fix(v)
+                for v in (
+                    key,
+                    e["model"],
+                    e["trial"],
+                    e["path"],
+                    e["turn"],
+                    e["latency_s"],
+                    text,
+                    time.time(),
+                    checksum(text),
+                    record.get("wall_s"),
+                    record.get("critical_s"),
+                )
+            ],
+        )
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _storable(value: Any) -> Any:
+    """A value as SQLite can hold it without loss: an integer beyond 64 bits as its digits,
+    anything but a number, text or bytes as JSON."""
+    if value is None or isinstance(value, (str, float, bytes)):
+        return value
+    if isinstance(value, int):
+        return value if _INT64[0] <= value <= _INT64[1] else str(value)
+    return _ENCODER.encode(value)
 
 
 def _call(run: Any, row: dict[str, Any]) -> tuple[Any, ...]:
@@ -128,41 +240,88 @@ def _json(value: Any) -> str | None:
     return _ENCODER.encode(value) if value else None
 
 
+def response_text(response: dict[str, Any]) -> str:
+    """A cached answer as stored (an event value JSON cannot write: by its ``repr``)."""
+    return _ENCODER.encode(response)
+
+
+def checksum(text: str) -> str:
+    """What a stored answer is checked against when read: a damaged row is not served."""
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 class StoreResponses:
     """The response cache of an experiment run in this process: the store, plus the answers
-    handed to the writer and not yet committed (so a run right after sees them too)."""
+    of runs handed to the writer and not yet committed (so a run right after sees them too).
 
-    def __init__(self, conn: sqlite3.Connection, writer: Writer) -> None:
+    The answers a run makes are held apart (`take`) until the run ends and are handed to the
+    writer with it: a run cut short stores none, so its rerun makes the calls an unbroken run
+    makes. A stored row whose checksum does not match is not served (`get` returns a
+    ``refused`` entry, and the fresh answer replaces the row)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
-        self._writer = writer
+        self._path = path
         self._recent: dict[str, dict[str, Any]] = {}
+        self._pending: dict[str, dict[str, Any]] = {}
 
     def get(self, key: str) -> dict[str, Any] | None:
-        entry = self._recent.get(key)
+        entry = self._recent.get(key) or self._pending.get(key)
         if entry is not None:
             return entry
-        row = self._conn.execute(
-            "SELECT latency_s, response FROM responses WHERE key = ?", (key,)
-        ).fetchone()
-        if row is None:
-            return None
-        return {"latency_s": row[0], "response": json.loads(row[1])}
+        try:
+            row = self._conn.execute(
+                "SELECT latency_s, response, checksum, wall_s, critical_s FROM responses "
+                "WHERE key = ?",
+                (key,),
+            ).fetchone()
+        except sqlite3.Error as exc:
+            raise fault(self._path, exc) from None
+        return None if row is None else stored_entry(*row)
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         if key not in self._recent:
-            self._recent[key] = entry
-            self._writer.put_response(key, entry)
+            self._pending.setdefault(key, entry)
+
+    def take(self) -> list[tuple[str, dict[str, Any]]]:
+        """The answers of the run that just ended, to be stored with it."""
+        made, self._pending = self._pending, {}
+        self._recent.update(made)
+        return list(made.items())
+
+    def drop(self) -> None:
+        """Forget the answers of a run that was cut short."""
+        self._pending = {}
 
     def of_trial(self, trial: int) -> dict[str, dict[str, Any]]:
         """Every stored answer of one trial: what an executor's job may need, sent with it."""
-        found = {
-            key: {"latency_s": latency, "response": json.loads(text)}
-            for key, latency, text in self._conn.execute(
-                "SELECT key, latency_s, response FROM responses WHERE trial = ?", (trial,)
-            )
-        }
+        try:
+            found = {
+                key: stored_entry(*rest)
+                for key, *rest in self._conn.execute(
+                    "SELECT key, latency_s, response, checksum, wall_s, critical_s "
+                    "FROM responses WHERE trial = ?",
+                    (trial,),
+                )
+            }
+        except sqlite3.Error as exc:
+            raise fault(self._path, exc) from None
         found.update((k, e) for k, e in self._recent.items() if e.get("trial") == trial)
         return found
+
+
+def stored_entry(
+    latency: Any, text: Any, digest: Any, wall: Any = None, critical: Any = None
+) -> dict[str, Any]:
+    """A ``responses`` row as the cache reads it; ``{"refused": reason}`` for one that is
+    damaged (no checksum, another checksum, not JSON): it is asked for again, not served."""
+    if not isinstance(text, str) or digest != checksum(text):
+        return {"refused": "its checksum does not match (the row was changed or damaged)"}
+    try:
+        response = json.loads(text)
+    except ValueError:
+        return {"refused": "it is not JSON"}
+    return {"latency_s": latency, "response": response, "wall_s": wall, "critical_s": critical}
 
 
 class JobResponses:
@@ -174,7 +333,7 @@ class JobResponses:
         self.new: dict[str, dict[str, Any]] = {}
 
     def get(self, key: str) -> dict[str, Any] | None:
-        return self.known.get(key) or self.new.get(key)
+        return self.new.get(key) or self.known.get(key)
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
         self.new.setdefault(key, entry)

@@ -127,6 +127,17 @@ class HTTPModel:
         except ImportError:  # a client given without its package: imported when first used
             pass
 
+    endpoint_id: Any = None
+    """What names the server in a response-cache key instead of ``base_url`` (a local
+    model's server: its model file, not the port it happened to get)."""
+
+    def _wire(self, api: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A request as sent, for `wire_request`: no credential (``base_url`` is shown without
+        user, password or query string) and no client-side option such as ``timeout``."""
+        body = {k: v for k, v in body.items() if k != "timeout"}
+        endpoint = self.endpoint_id or self.base_url or f"https://{self.host}"
+        return {"api": api, "endpoint": endpoint, "path": path, "body": body}
+
     # -- what a provider supplies
 
     def _sdk(self) -> ModuleType:

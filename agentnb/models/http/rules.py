@@ -147,9 +147,24 @@ def display_url(url: str | None) -> str | None:
 
 
 _CREDENTIAL_WORDS = frozenset(
-    {"key", "apikey", "token", "accesstoken", "secret", "password", "passwd", "pwd", "auth",
-     "sig", "signature", "credential", "credentials", "session", "bearer"}
-)  # fmt: skip
+    {
+        "key",
+        "apikey",
+        "token",
+        "accesstoken",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "auth",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+        "session",
+        "bearer",
+    }
+)
 """Words that make a query parameter's name look like it holds a credential (Azure's
 ``api-key``, ``access_token``, ``X-Amz-Signature``, ``sig``, ``apiKey``)."""
 

@@ -44,10 +44,22 @@ PROMPT_LOG = "agentnb-prompt "
 """How a logged prompt's line starts (``AGENTNB_LOG_PROMPTS=1``)."""
 
 SAMPLING = (
-    "temperature", "top_p", "top_k", "min_p", "typical_p", "presence_penalty",
-    "frequency_penalty", "repeat_penalty", "tfs_z", "mirostat_mode", "mirostat_tau",
-    "mirostat_eta", "logits_processor", "seed", "model",
-)  # fmt: skip
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "typical_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "repeat_penalty",
+    "tfs_z",
+    "mirostat_mode",
+    "mirostat_tau",
+    "mirostat_eta",
+    "logits_processor",
+    "seed",
+    "model",
+)
 """What a request's sampling settings pass on to every completion it makes."""
 
 
@@ -182,9 +194,13 @@ class Completions:
             # the logits in their last digits, enough to change a sampled token
             self.llama.reset()
         return self.llama.create_completion(
-            prompt=prompt, stop=stop, grammar=grammar, stream=stream, max_tokens=self.limit,
+            prompt=prompt,
+            stop=stop,
+            grammar=grammar,
+            stream=stream,
+            max_tokens=self.limit,
             **options,
-        )  # fmt: skip
+        )
 
 
 def handler(

@@ -335,6 +335,14 @@ class LocalModel:
                 **self.model_options,
             },
         )
+        # a response-cache key names the model file and how it is served, not the port
+        self.model.endpoint_id = {
+            "local_model": alias,
+            "file": str(path),
+            "bytes": _size(path),
+            "chat_format": self.chat_format,
+            "n_ctx": self.n_ctx,
+        }
         return self.model
 
     def _wait_until_ready(self, base_url: str, port: int, started: float) -> None:
@@ -504,6 +512,13 @@ def local_model(
         log_prompts=log_prompts,
         **model_options,
     )
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def _alias(path: Path) -> str:

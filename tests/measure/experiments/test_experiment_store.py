@@ -31,7 +31,7 @@ async def test_a_store_of_an_unknown_schema_version_is_refused(tmp_path):
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(
-        UserError, match=r"x.db' has schema version 99, this agentnb reads version 1"
+        UserError, match=r"x.db' has schema version 99, this agentnb reads version 2"
     ):
         await a.experiment("x", solo, {"k": 1}, store=path, progress=False)
     with pytest.raises(UserError, match="schema version 99"):

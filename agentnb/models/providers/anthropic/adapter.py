@@ -117,6 +117,13 @@ class AnthropicModel(HTTPModel):
 
         return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
 
+    def wire_request(self, request: ModelRequest) -> dict[str, Any]:
+        """What this call sends (Messages API), as the response cache keys it."""
+        body = request_to_wire(self.model, request, self.structured, self.max_tokens, self.cache)
+        return self._wire(
+            "anthropic.messages", "/messages", {**body, **extra_body(self.params, body)}
+        )
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
             body = request_to_wire(

@@ -197,6 +197,11 @@ class OpenAIModel(HTTPModel):
         )
         return {**body, **extra_body(self.params, body)}
 
+    def wire_request(self, request: ModelRequest) -> dict[str, Any]:
+        """What this call sends (Chat Completions), as the response cache keys it."""
+        mode: StructuredMode | None = self._mode if request.output_schema is not None else None
+        return self._wire("openai.chat", "/chat/completions", self._body(request, mode))
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
             mode: StructuredMode | None = self._mode if request.output_schema is not None else None

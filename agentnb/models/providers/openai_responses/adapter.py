@@ -191,6 +191,12 @@ class OpenAIResponsesModel(HTTPModel):
         if self.conversation == "server":
             self._chains.remember(request.messages, response, rid)
 
+    def wire_request(self, request: ModelRequest) -> dict[str, Any]:
+        """What this call sends (the whole history, as ``conversation="client"`` sends it),
+        as the response cache keys it."""
+        body = Plan(request, Continuation(None, 0), None).body(self)
+        return self._wire("openai.responses", "/responses", body)
+
     async def request(self, request: ModelRequest) -> ModelResponse:
         async with self._slots.slot() as (client, events):
             plan = self._plan(request, events)
