@@ -25,6 +25,7 @@ from .data.options import RunOptions
 from .data.outcome import ToolOutcome
 from .data.result import RunResult
 from .data.run_state import RunState
+from .data.session import Session
 from .data.transfer import Transfer
 from .engine.agent_tool import AgentTool
 from .engine.blocking import main_thread_blocked, run_sync
@@ -55,6 +56,7 @@ __all__ = [
     "PromptSection",
     "RunContext",
     "RunOptions",
+    "Session",
     "RunEnded",
     "RunResult",
     "TeamTool",

@@ -97,6 +97,8 @@ class RunContext:
     ended: BaseException | None = None
     """A failure inside a run a tool started (`agentnb.runtime.engine.delegation`) that ends
     this whole run: raised as soon as the tool returns."""
+    session: Any = None
+    """``run(session=...)``: the `agentnb.Session` whose history the run continues."""
     open_resources: dict[Any, Any] = field(default_factory=dict)
     """What the run opened and closes when it ends, each with an async ``close()``: the
     connections to MCP servers (`agentnb.runtime.tools.mcp`), shared by the hierarchy."""
