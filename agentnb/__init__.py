@@ -31,6 +31,7 @@ from .errors import (
 )
 from .measure import scenarios
 from .measure.caching import cache_estimate
+from .measure.conversation import conversation_cost
 from .measure.critical import critical_path
 from .measure.experiments.runs import experiment
 from .measure.experiments.stored import Experiment, compare, open_experiment
@@ -325,6 +326,7 @@ __all__ = [
     "breakdown",
     "breakdown_growth",
     "cache_estimate",
+    "conversation_cost",
     "compare",
     "cost_fit",
     "cost_table",

@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 from ... import checks
 from ...errors import UserError
@@ -49,6 +50,9 @@ class Session:
         self.keep_last = keep_last
         self.path = None if path is None else Path(path)
         self._turns: list[list[Message]] = []
+        self.results: list[Any] = []
+        """The results of this object's runs that ended ok, in order (in memory only):
+        what `agentnb.conversation_cost` measures."""
         self._busy = threading.Lock()
         if self.path is not None:
             with closing(self._connect()) as conn:

@@ -194,6 +194,7 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         result = await _execute(agent, input, ctx, history)
         if result.ok:
             session.append(list(result.inputs[len(history) :]) + result.new_items)
+            session.results.append(result)
         return result
     finally:
         session.release()
@@ -208,6 +209,7 @@ async def _execute(
         root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
     except CallbackRaised as exc:
         root_span, raised = trace.spans[-1], exc.error
+    ctx.history = len(history)
     messages = list(history) + _initial_messages(input, ctx)
     ctx.inputs = tuple(messages)
     path = agent.name if ctx.resumed is None else ctx.resumed.path  # resumed after a handoff
