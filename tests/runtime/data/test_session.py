@@ -238,3 +238,10 @@ def test_a_dead_processes_claim_is_stale(tmp_path: Path) -> None:
     agent, model = _agent("a1")
     assert run_sync(agent, "q", session=Session(path, id="shared")).ok
     assert agentnb.Session is Session
+
+
+def test_a_pattern_or_a_resume_refuses_a_session() -> None:
+    agent, model = _agent("a1", "a2")
+    with pytest.raises(UserError, match="pattern"):
+        asyncio.run(agentnb.parallel({"x": agent, "y": agent}, "q", session=Session()))
+    assert model.requests == []
