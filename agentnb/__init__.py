@@ -33,6 +33,7 @@ from .errors import (
 )
 from .measure import scenarios
 from .measure.caching import cache_estimate
+from .measure.conversation import conversation_cost
 from .measure.critical import critical_path
 from .measure.experiments.runs import experiment
 from .measure.experiments.stored import Experiment, compare, open_experiment
@@ -123,6 +124,7 @@ from .runtime import (
     RunResult,
     RunState,
     RunStream,
+    Session,
     SpanEnded,
     SpanStarted,
     TeamTool,
@@ -282,6 +284,7 @@ __all__ = [
     "PromptSection",
     "RunContext",
     "RunOptions",
+    "Session",
     "RunResult",
     "RunState",
     "StopAtTools",
@@ -360,6 +363,7 @@ __all__ = [
     "breakdown",
     "breakdown_growth",
     "cache_estimate",
+    "conversation_cost",
     "compare",
     "cost_fit",
     "cost_table",

@@ -378,6 +378,8 @@ COVERED_ELSEWHERE = {
     "mcp": "tests/runtime/tools/test_mcp.py (a module: its builders check their options)",
     "tool_sources": "tests/runtime/tools/test_mcp.py",
     "messages_to_json": "tests/models/test_message_json.py",
+    "Session": "tests/runtime/data/test_session.py (bad options and files are UserErrors)",
+    "conversation_cost": "tests/measure/test_conversation_cost.py (bad input is a UserError)",
     "messages_from_json": "tests/models/test_message_json.py (bad input is a UserError)",
     "Limits": "test_limits",
     "run": "test_run_options",

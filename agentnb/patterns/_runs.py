@@ -75,6 +75,11 @@ def prepare(agent: Agent, input: Input, options: RunOptions, *, t0: float) -> Ru
             "approver='pause' is for agentnb.run and agentnb.resume; inside parallel, chain and "
             "verify_loop pass an approver function (a pause there cannot be resumed yet)."
         )
+    if options.session is not None:  # its runs would claim one session at once, or each resend it
+        raise UserError(
+            "session= is for one run at a time (agentnb.run, run_sync, run_streamed, "
+            "stream_sync); a pattern's runs cannot share one session."
+        )
     return start_context(agent, input, options, t0=t0)
 
 

@@ -36,6 +36,7 @@ from .data.outcome import ToolOutcome
 from .data.outcome import to_text as to_text
 from .data.result import RunResult
 from .data.run_state import RunState
+from .data.session import Session
 from .data.state import AgentRun as AgentRun
 from .data.transfer import Transfer
 from .engine.agent_tool import AgentTool
@@ -77,6 +78,7 @@ __all__ = [
     "PromptSection",
     "RunContext",
     "RunOptions",
+    "Session",
     "RunEnded",
     "RunResult",
     "TeamTool",

@@ -97,6 +97,10 @@ class RunContext:
     ended: BaseException | None = None
     """A failure inside a run a tool started (`agentnb.runtime.engine.delegation`) that ends
     this whole run: raised as soon as the tool returns."""
+    session: Any = None
+    history: int = 0
+    """How many of ``inputs`` (the first ones) came from the session's history."""
+    """``run(session=...)``: the `agentnb.Session` whose history the run continues."""
     open_resources: dict[Any, Any] = field(default_factory=dict)
     """What the run opened and closes when it ends, each with an async ``close()``: the
     connections to MCP servers (`agentnb.runtime.tools.mcp`), shared by the hierarchy."""

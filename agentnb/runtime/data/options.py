@@ -24,6 +24,7 @@ from ...trace.spans import Listener
 from .callbacks import check_callable
 from .context import Limits
 from .hooks import Hooks, check_hooks
+from .session import Session
 from .signatures import F, lists_keywords
 
 if TYPE_CHECKING:
@@ -69,6 +70,9 @@ class RunOptions:
     """Whether the model calls are streamed (`TextDelta` events, ``ttft_s`` timed). None: when
     there is an ``on_event``. ``on_event`` with ``stream=False`` watches the run's spans,
     tools and agents without changing how the models are called."""
+    session: Session | None = None
+    """An `agentnb.Session`: its history goes before the input, and the input and the run's
+    new items are appended to it when the run ends ok (a failed run appends nothing)."""
 
     def __post_init__(self) -> None:
         if self.limits is not None and not isinstance(self.limits, Limits):
@@ -106,6 +110,10 @@ class RunOptions:
             )
         if self.stream is not None and not isinstance(self.stream, bool):
             raise UserError(f"stream must be True, False or None, got {self.stream!r}")
+        if self.session is not None and not isinstance(self.session, Session):
+            raise UserError(
+                f"session must be agentnb.Session(...), got {type(self.session).__name__}"
+            )
         if self.on_event is not None and (
             inspect.iscoroutinefunction(self.on_event)
             or inspect.iscoroutinefunction(type(self.on_event).__call__)
@@ -172,6 +180,7 @@ class RunKeywords(TypedDict, total=False):
     hooks: Hooks | None
     on_event: Callable[[Event], None] | None
     stream: bool | None
+    session: Session | None
 
 
 class _Warned(tuple[Any, ...]):

@@ -223,6 +223,10 @@ async def resume(
     options.setdefault("run_id", shape.run_id)
     artifacts = {**shape.artifacts, **(options.pop("artifacts", None) or {})}
     run_options = RunOptions.of(artifacts=artifacts or None, **options)
+    if run_options.session is not None:  # the state holds the history already
+        raise UserError(
+            "resume() does not take session=: the paused state holds the run's history."
+        )
     limits = run_options.run_limits
     check_calls(
         shape,

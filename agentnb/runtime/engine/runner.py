@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Sequence
 from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
@@ -144,6 +145,7 @@ def start_context(
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
+    ctx.session = options.session
     on_event = options.on_event
     if options.hooks is not None or on_event is not None or options.listeners:
         sink = both(
@@ -184,13 +186,32 @@ def _models(agent: Agent, default: ModelClient | None) -> list[object]:
 
 async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> RunResult:
     """Run the root agent in a context from `start_context`; see `run`."""
+    session = ctx.session
+    if session is None:
+        return await _execute(agent, input, ctx)
+    session.claim()  # a UserError before the run starts when another run holds the session
+    try:
+        history = session.sent()
+        result = await _execute(agent, input, ctx, history)
+        if result.ok:
+            session.append(list(result.inputs[len(history) :]) + result.new_items)
+            session.results.append(result)
+        return result
+    finally:
+        session.release()
+
+
+async def _execute(
+    agent: Agent, input: str | list[Message], ctx: RunContext, history: Sequence[Message] = ()
+) -> RunResult:
     trace = ctx.trace
     raised: BaseException | None = None  # by an on_event told of the run's start
     try:
         root_span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
     except CallbackRaised as exc:
         root_span, raised = trace.spans[-1], exc.error
-    messages = _initial_messages(input, ctx)
+    ctx.history = len(history)
+    messages = list(history) + _initial_messages(input, ctx)
     ctx.inputs = tuple(messages)
     path = agent.name if ctx.resumed is None else ctx.resumed.path  # resumed after a handoff
     state = AgentRun(agent, messages, 0, path, (agent,), root_span)
