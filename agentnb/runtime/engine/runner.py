@@ -416,7 +416,7 @@ async def _turns(
             "agent", agent.name, state.span, agent=agent.name, path=state.path, depth=0
         )
     if agent.mcp_servers:  # the MCP servers' tools, listed once per run (tools/mcp.py)
-        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span)
+        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span, model)
         specs = [t.spec for t in tools.values()]
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
@@ -729,7 +729,8 @@ async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, tur
     """Run ``calls`` of ``state.agent`` outside its turns (the calls a resumed run goes on with)."""
     tools = await enabled_tools(state.agent.tool_map(), ctx, state.agent)
     if state.agent.mcp_servers:
-        tools = await server_tools(state.agent.mcp_servers, tools, ctx, state.span)
+        model = model_client(state.agent, ctx.default_model)
+        tools = await server_tools(state.agent.mcp_servers, tools, ctx, state.span, model)
     await _run_tools(calls, tools, state, ctx, turn)
 
 
