@@ -6,6 +6,8 @@ traced with what it was sent, so cost and latency become pandas tables and figur
 
 # Imports sorted by module (as ruff keeps them); __all__ below lists the names layer by layer.
 
+import inspect
+
 from . import _aliases, filters  # noqa: F401  (_aliases: old module paths import, see its docstring)
 from .errors import (
     AgentnbError,
@@ -52,25 +54,29 @@ from .measure.tables import (
 )
 from .measure.tool_sources import tool_sources
 from .models import (
+    Backoff,
     FunctionModel,
     Message,
     ModelClient,
     ModelRequest,
     ModelResponse,
     ModelSettings,
+    Say,
     ScriptedModel,
     TestModel,
     ToolCall,
+    ToolChoices,
     ToolSpec,
     Usage,
     say,
     tool_call,
 )
+from .models.deltas import TextChunk, ToolCallChunk
 from .models.local_server.model import LocalModel, local_model
 from .models.providers.anthropic.adapter import AnthropicModel
 from .models.providers.openai.adapter import OpenAIModel
 from .models.providers.openai_responses.adapter import HostedTool, OpenAIResponsesModel
-from .models.recorded.recorder import record, replay
+from .models.recorded.recorder import Recorder, Replay, record, replay
 from .models.types import messages_from_json, messages_to_json
 from .patterns import (
     ChainResult,
@@ -137,7 +143,9 @@ from .runtime import (
     tool,
 )
 from .runtime.agents.settings import FunctionToolResult, StopAtTools, ToolsToFinalOutputResult
-from .runtime.data.approvals import ApprovalRecord
+from .runtime.data.approvals import ApprovalRecord, Interruption
+from .runtime.data.result import AgentSummary
+from .runtime.data.transfer import Transfer
 from .runtime.guards.approval import (
     Approval,
     PendingCall,
@@ -153,12 +161,15 @@ from .runtime.guards.guardrails import (
     output_guardrail,
 )
 from .runtime.guards.tool_guardrails import ToolGuardrail
+from .runtime.handoffs.handoff import HandoffTool
+from .runtime.tools.function import BaseTool
 from .trace import (
     CALL_COLUMNS,
     canonical_request,
     request_sizes,
     set_tokenizer,
 )
+from .trace.spans import Span
 
 __version__ = "0.1.0"
 
@@ -179,6 +190,18 @@ def __getattr__(name: str) -> object:
 
         return getattr(notebook, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
+
+
+def _own_public_names() -> None:
+    """Each public class and function reports ``agentnb`` as its module (httpx's habit): `help`
+    and reprs show the API rather than the file it is filed in, and a pickle names
+    ``agentnb.RunResult``, which survives the next move of a file."""
+    for name in __all__:
+        value = globals().get(name)
+        if (isinstance(value, type) or inspect.isfunction(value)) and value.__module__.startswith(
+            __name__ + "."
+        ):
+            value.__module__ = __name__
 
 
 def load_ipython_extension(ipython: object) -> None:
@@ -220,6 +243,13 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSettings",
+    "Backoff",
+    "Say",
+    "ToolChoices",
+    "TextChunk",
+    "ToolCallChunk",
+    "Recorder",
+    "Replay",
     "OpenAIModel",
     "OpenAIResponsesModel",
     "ScriptedModel",
@@ -315,6 +345,13 @@ __all__ = [
     "pipeline",
     "star",
     "verify_loop",
+    # types that public signatures and result fields use
+    "AgentSummary",
+    "BaseTool",
+    "HandoffTool",
+    "Interruption",
+    "Span",
+    "Transfer",
     # measure
     "Experiment",
     "Price",
@@ -347,3 +384,5 @@ __all__ = [
     "define_agent",
     "run_live",
 ]
+
+_own_public_names()

@@ -12,7 +12,7 @@ import platform
 import statistics
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -150,7 +150,7 @@ def machine_info() -> dict[str, Any]:
         "openai_agents": _version("openai-agents"),
         "pandas": _version("pandas"),
         "git_commit": _git_commit(),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "load_average": _load(),
         "argv": sys.argv[1:],
     }

@@ -61,8 +61,11 @@ def main() -> None:
         if mode in TARGETS:
             mult, per = TARGETS[mode]
             ok = m["multiplier"][3] <= mult and (per is None or m["per_sub_agent"] <= per)
-            print(f"target k=3 <= {mult}x" + (f", <= {per:,}/sub-agent" if per else "")
-                  + f": {'met' if ok else 'MISSED'}")  # fmt: skip
+            print(
+                f"target k=3 <= {mult}x"
+                + (f", <= {per:,}/sub-agent" if per else "")
+                + f": {'met' if ok else 'MISSED'}"
+            )
 
 
 if __name__ == "__main__":

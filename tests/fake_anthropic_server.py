@@ -39,12 +39,15 @@ def message(
     """A Messages API reply made of content blocks (see `text` and `tool_use`)."""
     uses_tools = any(b["type"] == "tool_use" for b in blocks)
     return {
-        "id": "msg_test", "type": "message", "role": "assistant", "model": model,
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
         "content": list(blocks),
         "stop_reason": stop_reason or ("tool_use" if uses_tools else "end_turn"),
         "stop_sequence": None,
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-    }  # fmt: skip
+    }
 
 
 def text(value: str) -> dict[str, Any]:

@@ -36,10 +36,13 @@ def completion(
     if tool_calls:
         ids = call_ids or [f"call_{i}" for i in range(len(tool_calls))]
         message["tool_calls"] = [
-            {"id": ids[i], "type": "function",
-             "function": {"name": name, "arguments": json.dumps(args)}}
+            {
+                "id": ids[i],
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
             for i, (name, args) in enumerate(tool_calls)
-        ]  # fmt: skip
+        ]
     reason = finish_reason or ("tool_calls" if tool_calls else "stop")
     return {
         "id": "chatcmpl-test",

@@ -59,8 +59,13 @@ def _metric(rows: list[dict], metric: str) -> list[dict]:
 
 def test_summaries_give_median_quartiles_and_extremes():
     assert summarize([3.0, 1.0, 2.0, 4.0, 100.0]) == {
-        "median": 3.0, "q1": 2.0, "q3": 4.0, "min": 1.0, "max": 100.0, "n": 5,
-    }  # fmt: skip
+        "median": 3.0,
+        "q1": 2.0,
+        "q3": 4.0,
+        "min": 1.0,
+        "max": 100.0,
+        "n": 5,
+    }
     assert summarize([7.0])["q1"] == summarize([7.0])["q3"] == 7.0
 
 

@@ -24,7 +24,8 @@ def test_an_old_path_imports_the_module_at_its_new_path(old):
     module = importlib.import_module(old)
 
     assert module is importlib.import_module(MOVED[old])
-    assert module.__name__ == MOVED[old] and module.__spec__.name == MOVED[old]
+    assert module.__spec__ is not None and module.__spec__.name == MOVED[old]
+    assert module.__name__ == MOVED[old]
 
 
 def test_nothing_new_lives_at_an_old_path():
@@ -33,7 +34,7 @@ def test_nothing_new_lives_at_an_old_path():
         parent, _, name = old.rpartition(".")
         if parent in GONE_PACKAGES:
             continue
-        folder = Path(importlib.import_module(parent).__file__).parent
+        folder = Path(str(importlib.import_module(parent).__file__)).parent
         assert not (folder / f"{name}.py").exists(), f"{old} is a file again and an alias too"
 
 
@@ -49,6 +50,7 @@ def test_a_result_pickled_before_the_moves_loads(fixture):
     assert isinstance(result, a.RunResult) and result.ok and result.output == "3"
     assert [(s.kind, s.name) for s in result.spans][:2] == [("run", "adder"), ("agent", "adder")]
     assert result.calls["agent"].tolist() == ["adder", "adder"]
+    assert isinstance(result.last_agent, a.AgentSummary)
     assert result.last_agent.tools[0].name == "add"
 
 

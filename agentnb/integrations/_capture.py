@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from ..runtime.data.result import RunResult
+    from ..runtime import RunResult
 
 _C = TypeVar("_C", bound="CaptureBlock")
 

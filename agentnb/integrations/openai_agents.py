@@ -27,7 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UserError
-from ..runtime.data.result import RunResult
+from ..runtime import RunResult
 from ..trace.spans import Span, Trace
 from . import _sdk_patch
 from ._capture import CaptureBlock

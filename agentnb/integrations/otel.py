@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..runtime.data.result import RunResult
+from ..runtime import RunResult
 from ..trace.spans import Trace
 from ._capture import CaptureBlock
 from ._otel_in import NO_CONTENT, traces

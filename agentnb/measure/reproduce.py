@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..runtime.data.context import Limits
+from ..runtime import Limits
 from . import scenarios as sc
 from .sweeps import sweep
 from .tables import COMPONENT_COLUMNS, breakdown_growth, cost_fit, cost_table, latency_series
@@ -194,7 +194,7 @@ async def reproduce(
 
 
 async def _run(agent: Any, input: str, limits: Limits) -> Any:
-    from ..runtime.engine.runner import run
+    from ..runtime import run
 
     return await run(agent, input, limits=limits)
 

@@ -48,10 +48,7 @@ from pydantic import BaseModel, Field
 from ..errors import UserError
 from ..models.scripted import FunctionModel, ScriptedModel, Step, say, tool_call
 from ..models.types import ModelRequest
-from ..runtime.agents.agent import Agent
-from ..runtime.data.result import RunResult
-from ..runtime.engine.runner import run
-from ..runtime.engine.teams import team
+from ..runtime import Agent, RunResult, run, team
 
 # -- the contract-review cost scenario ---------------------------------------------------------
 

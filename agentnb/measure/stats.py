@@ -166,9 +166,15 @@ def summarize(
             _values(group[metric]), method=method, confidence=confidence, binary=binary
         )
         records.append(
-            {**dict(zip(by, key)), "n": found.n, "mean": found.mean, "ci_low": found.low,
-             "ci_high": found.high, "method": found.method}
-        )  # fmt: skip
+            {
+                **dict(zip(by, key)),
+                "n": found.n,
+                "mean": found.mean,
+                "ci_low": found.low,
+                "ci_high": found.high,
+                "method": found.method,
+            }
+        )
     table = pd.DataFrame.from_records(
         records, columns=[*by, "n", "mean", "ci_low", "ci_high", "method"]
     )
@@ -239,12 +245,19 @@ def paired(
         p_value = float(stats.ttest_1samp(diffs, 0.0).pvalue)
     includes = bool(found.low <= 0 <= found.high) if not math.isnan(found.low) else True
     row = {
-        "a": _label(a), "b": _label(b), "metric": metric, "n": found.n,
+        "a": _label(a),
+        "b": _label(b),
+        "metric": metric,
+        "n": found.n,
         "mean_a": float(both[f"{metric}_a"].mean()) if found.n else math.nan,
         "mean_b": float(both[f"{metric}_b"].mean()) if found.n else math.nan,
-        "diff": found.mean, "ci_low": found.low, "ci_high": found.high,
-        "method": found.method, "includes_zero": includes, "p_value": p_value,
-    }  # fmt: skip
+        "diff": found.mean,
+        "ci_low": found.low,
+        "ci_high": found.high,
+        "method": found.method,
+        "includes_zero": includes,
+        "p_value": p_value,
+    }
     table = pd.DataFrame([row])
     table.attrs["confidence"] = confidence
     table.attrs["paired_by"] = keys

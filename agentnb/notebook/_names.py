@@ -12,10 +12,7 @@ from IPython.core.error import UsageError
 
 from ..errors import UserError
 from ..models.registry import providers
-from ..runtime.agents.agent import Agent
-from ..runtime.agents.output import output_spec
-from ..runtime.data.result import RunResult
-from ..runtime.tools.function import BaseTool
+from ..runtime import Agent, BaseTool, RunResult, output_spec
 
 
 def _choices(ns: Mapping[str, Any], hidden: set[str], keep: Callable[[Any], bool]) -> str:

@@ -23,9 +23,14 @@ import html
 from typing import Any
 
 from ..errors import NoApprover
-from ..runtime import main_thread_blocked
-from ..runtime.guards import approval
-from ..runtime.guards.approval import Approval, Approver, PendingCall
+from ..runtime import (
+    Approval,
+    Approver,
+    PendingCall,
+    in_notebook,
+    main_thread_blocked,
+    set_default_approver,
+)
 from ._snapshot import Snapshotted
 
 PREVIEW_CHARS = 4_000
@@ -188,9 +193,9 @@ def text_approver(pending: PendingCall) -> Approval:
 def notebook_approver(pending: PendingCall) -> Approver | None:
     """The default approver in a kernel (None elsewhere): the widget, or the text prompt while
     a cell blocked in `run_sync` holds the kernel's thread (no click could arrive then)."""
-    if not approval.in_notebook():
+    if not in_notebook():
         return None
     return text_approver if main_thread_blocked() else widget_approver
 
 
-approval.set_default_approver(notebook_approver)  # runs that set no approver ask a person here
+set_default_approver(notebook_approver)  # runs that set no approver ask a person here

@@ -13,12 +13,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..runtime.agents.agent import Agent
-from ..runtime.data.result import RunResult
+from ..runtime import Agent, RunResult
 
 if TYPE_CHECKING:
     from ..models.types import Message
-    from ..runtime.data.events import Event
+    from ..runtime import Event
     from .monitor import RunMonitor
 
 _TIMEOUTS: weakref.WeakKeyDictionary[Agent, float] = weakref.WeakKeyDictionary()

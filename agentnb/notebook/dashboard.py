@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from ..measure.scenarios import CostMode
-    from ..runtime.data.result import RunResult
+    from ..runtime import RunResult
 
 
 class SweepDashboard(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets is untyped

@@ -18,7 +18,7 @@ from ..words import plural
 from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:
-    from ..runtime.data.result import RunResult
+    from ..runtime import RunResult
 
 SIZE_PARTS = (
     ("system prompt", "chars_in_system"),

@@ -34,8 +34,7 @@ from ..words import plural
 from ._snapshot import Snapshotted
 
 if TYPE_CHECKING:
-    from ..runtime.data.events import Event
-    from ..runtime.data.result import RunResult
+    from ..runtime import Event, RunResult
     from ..trace.spans import Span
 
 TEXT_SHOWN = 400
@@ -109,7 +108,7 @@ class RunMonitor(Snapshotted, widgets.VBox):  # type: ignore[misc]  # ipywidgets
         """One event of the run: spans make the rows, text deltas are shown under their agent.
         Redraws at most once per ``interval``; the tick kept going while the run lasts draws
         what came in between, and the run's end draws the rest."""
-        from ..runtime.data.events import RunEnded, SpanEnded, SpanStarted, TextDelta
+        from ..runtime import RunEnded, SpanEnded, SpanStarted, TextDelta
 
         if isinstance(event, (SpanStarted, SpanEnded)):
             change = "start" if isinstance(event, SpanStarted) else "end"

@@ -18,12 +18,16 @@ from .. import checks
 from ..errors import RunTimeout, UserError
 from ..models.base import ModelClient
 from ..models.types import Message
-from ..runtime.agents.agent import Agent, model_client
-from ..runtime.data.context import RunContext
-from ..runtime.data.events import Event
-from ..runtime.data.options import RunOptions
-from ..runtime.data.result import RunResult
-from ..runtime.engine.runner import execute, start_context
+from ..runtime import (
+    Agent,
+    Event,
+    RunContext,
+    RunOptions,
+    RunResult,
+    execute,
+    model_client,
+    start_context,
+)
 from ..trace.spans import CALL_COLUMNS, Trace
 
 if TYPE_CHECKING:

@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from pydantic import BaseModel, Field
 
 from ..errors import UserError
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, shows_run_keywords, to_text
 from . import _runs
 from .fan_out import FanOut
 
@@ -176,6 +173,7 @@ class Judgement:
         return f"Judgement(best={self.best!r}, reason={self.reason!r})"
 
 
+@shows_run_keywords
 async def judge(
     judge_agent: Agent,
     candidates: Any,

@@ -13,10 +13,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, shows_run_keywords, to_text
 from . import _runs
 from .result import PatternResult
 
@@ -110,6 +107,7 @@ class ChainResult(PatternResult):
         )
 
 
+@shows_run_keywords
 async def chain(
     agents: Sequence[Agent] | Mapping[str, Agent],
     input: _runs.Input,

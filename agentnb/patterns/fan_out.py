@@ -16,11 +16,15 @@ from typing import TYPE_CHECKING, Any, Unpack
 from .. import checks
 from ..errors import UserError
 from ..models.base import ModelClient
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
-from ..runtime.engine.runner import execute
+from ..runtime import (
+    Agent,
+    RunKeywords,
+    RunOptions,
+    RunResult,
+    execute,
+    shows_run_keywords,
+    to_text,
+)
 from ..trace.render import fanout_html, fanout_text
 from . import _runs
 from ._gc_quiet import quiet_gc, settle
@@ -108,6 +112,7 @@ def _agent_name(result: RunResult) -> str | None:
     return result.last_agent.name if result.last_agent is not None else None
 
 
+@shows_run_keywords
 async def parallel(
     agents: Mapping[str, Agent] | Sequence[Agent],
     input: _runs.Input | Mapping[str, _runs.Input],

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..runtime.data.result import RunResult
+from ..runtime import RunResult
 from ..trace.spans import Span
 from . import _runs
 

@@ -25,10 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from .. import checks
 from ..errors import UserError
 from ..models.types import Message
-from ..runtime.agents.agent import Agent
-from ..runtime.data.state import AgentRun
-from ..runtime.data.transfer import Transfer
-from ..runtime.handoffs.handoff import intent_message, user_message
+from ..runtime import Agent, AgentRun, Transfer, intent_message, user_message
 
 
 class Intent(BaseModel):

@@ -22,10 +22,7 @@ from typing import Any, Literal
 
 from .. import checks
 from ..errors import UserError
-from ..runtime.agents.agent import Agent
-from ..runtime.engine.runner import run
-from ..runtime.handoffs.handoff import Handoff, HandoffConfig
-from ..runtime.tools.function import BaseTool
+from ..runtime import Agent, BaseTool, Handoff, HandoffConfig, run
 from .chains import ChainResult, chain
 
 Kind = Literal["star", "hierarchy", "chain", "mesh"]

@@ -20,10 +20,7 @@ from pydantic import BaseModel, Field
 from .. import checks
 from ..errors import UserError
 from ..models.types import Message
-from ..runtime.agents.agent import Agent
-from ..runtime.data.options import RunKeywords, RunOptions
-from ..runtime.data.outcome import to_text
-from ..runtime.data.result import RunResult
+from ..runtime import Agent, RunKeywords, RunOptions, RunResult, shows_run_keywords, to_text
 from . import _runs
 from .result import PatternResult
 
@@ -176,6 +173,7 @@ def redo_request(problems: list[str], round: int, max_rounds: int) -> str:
     )
 
 
+@shows_run_keywords
 async def verify_loop(
     writer: Agent,
     verifier: Agent,

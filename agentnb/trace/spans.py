@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import CallbackRaised
@@ -94,7 +94,7 @@ class Trace:
     @property
     def started_at(self) -> datetime:
         """When the run started (UTC)."""
-        return datetime.fromtimestamp(self._wall0, timezone.utc)
+        return datetime.fromtimestamp(self._wall0, UTC)
 
     @property
     def t0(self) -> float:

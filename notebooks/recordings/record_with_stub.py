@@ -38,8 +38,17 @@ NOTEBOOK = HERE.parent / "08_real_endpoint.ipynb"
 RECORDING = HERE / "review_gpt-4o-mini.jsonl"
 CALLS = RECORDING.with_suffix(".calls.csv")
 STUB_KEY = "sk-stub-0123456789abcdef"  # sent to the stub only, to check it is written nowhere
-COLUMNS = ["agent", "path", "depth", "turn", "chars_in", "chars_out", "tool_calls",
-           "provider_tokens_in", "provider_tokens_out"]  # fmt: skip
+COLUMNS = [
+    "agent",
+    "path",
+    "depth",
+    "turn",
+    "chars_in",
+    "chars_out",
+    "tool_calls",
+    "provider_tokens_in",
+    "provider_tokens_out",
+]
 
 ANSWERS = {
     "legal": "needs_changes. A promise of 100% availability is an obligation of result no "
@@ -76,14 +85,23 @@ def reply(body: dict[str, Any]) -> dict[str, Any]:
         if not any(m["role"] == "tool" for m in messages):
             args = {"input": "Review the clause.", "artifacts": ["clause"]}
             calls = [("legal", args), ("tax", args)]
-            return completion(tool_calls=calls, call_ids=["call_legal", "call_tax"],
-                              prompt_tokens=prompt, completion_tokens=tokens(json.dumps(calls)),
-                              model="local-stub")  # fmt: skip
-        return completion(SYNTHESIS, prompt_tokens=prompt,
-                          completion_tokens=tokens(SYNTHESIS), model="local-stub")  # fmt: skip
+            return completion(
+                tool_calls=calls,
+                call_ids=["call_legal", "call_tax"],
+                prompt_tokens=prompt,
+                completion_tokens=tokens(json.dumps(calls)),
+                model="local-stub",
+            )
+        return completion(
+            SYNTHESIS, prompt_tokens=prompt, completion_tokens=tokens(SYNTHESIS), model="local-stub"
+        )
     who = "legal" if "legal risk" in system else "tax"
-    return completion(ANSWERS[who], prompt_tokens=prompt,
-                      completion_tokens=tokens(ANSWERS[who]), model="local-stub")  # fmt: skip
+    return completion(
+        ANSWERS[who],
+        prompt_tokens=prompt,
+        completion_tokens=tokens(ANSWERS[who]),
+        model="local-stub",
+    )
 
 
 def main() -> None:

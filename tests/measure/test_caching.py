@@ -25,9 +25,15 @@ def calls(requests, model="gpt-4o", run="r1", *, overlap=False) -> pd.DataFrame:
         tokens.request_tokens(request, tally, model)
         ended = i + (5.0 if overlap else 0.5)  # overlap: every call still runs when the next starts
         rows.append(
-            {"run_id": run, "span_id": f"s{i}", "model": model, "started": float(i),
-             "ended": ended, "prefix": tally.prefix}
-        )  # fmt: skip
+            {
+                "run_id": run,
+                "span_id": f"s{i}",
+                "model": model,
+                "started": float(i),
+                "ended": ended,
+                "prefix": tally.prefix,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -135,16 +141,30 @@ def test_money_with_and_without_caching_and_the_reported_figure_beside_the_estim
     prices = a.Prices()
     frame = pd.DataFrame(
         [
-            {"span_id": "s1", "model": "gpt-4o", "tokens_method": "provider",
-             "provider_tokens_in": 2_000_000, "provider_tokens_out": 100_000,
-             "tokens_in_cached": 1_000_000, "tokens_in_cache_write": math.nan,
-             "tokens_in_cached_est": 1_024_000, "tokens_in_cache_write_est": 0},
-            {"span_id": "s2", "model": "claude-sonnet-4", "tokens_method": "provider",
-             "provider_tokens_in": 2_000_000, "provider_tokens_out": 0,
-             "tokens_in_cached": 1_000_000, "tokens_in_cache_write": 500_000,
-             "tokens_in_cached_est": math.nan, "tokens_in_cache_write_est": math.nan},
+            {
+                "span_id": "s1",
+                "model": "gpt-4o",
+                "tokens_method": "provider",
+                "provider_tokens_in": 2_000_000,
+                "provider_tokens_out": 100_000,
+                "tokens_in_cached": 1_000_000,
+                "tokens_in_cache_write": math.nan,
+                "tokens_in_cached_est": 1_024_000,
+                "tokens_in_cache_write_est": 0,
+            },
+            {
+                "span_id": "s2",
+                "model": "claude-sonnet-4",
+                "tokens_method": "provider",
+                "provider_tokens_in": 2_000_000,
+                "provider_tokens_out": 0,
+                "tokens_in_cached": 1_000_000,
+                "tokens_in_cache_write": 500_000,
+                "tokens_in_cached_est": math.nan,
+                "tokens_in_cache_write_est": math.nan,
+            },
         ]
-    )  # fmt: skip
+    )
     costs = add_cost(frame, prices)
     gpt, claude = costs.iloc[0], costs.iloc[1]
     assert gpt["cost"] == pytest.approx(2 * 2.50 + 0.1 * 10.00)

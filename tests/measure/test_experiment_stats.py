@@ -86,9 +86,12 @@ async def test_summary_gives_each_configuration_its_interval(scored):
     row = summary[(summary["shape"] == "tree") & (summary["llm"] == "m1")].iloc[0]
     expected = interval(SCORES["tree", "m1"])
     assert (row["n"], row["mean"], row["ci_low"], row["ci_high"], row["method"]) == (
-        6, pytest.approx(expected.mean), pytest.approx(expected.low),
-        pytest.approx(expected.high), "t",
-    )  # fmt: skip
+        6,
+        pytest.approx(expected.mean),
+        pytest.approx(expected.low),
+        pytest.approx(expected.high),
+        "t",
+    )
     by_shape = scored.summary("score", by=["shape"])
     assert list(by_shape["n"]) == [12, 12]
     with pytest.raises(UserError, match="No column 'quality'"):

@@ -126,8 +126,15 @@ async def test_cost_breakdown_stacks_the_components_per_configuration(calls):
     table = breakdown(calls)
 
     ticks = [t.get_text() for t in ax.get_xticklabels()]
-    assert ticks == ["generalist", "inline k=1", "inline k=2", "inline k=3", "handle k=1",
-                     "handle k=2", "handle k=3"]  # fmt: skip
+    assert ticks == [
+        "generalist",
+        "inline k=1",
+        "inline k=2",
+        "inline k=3",
+        "handle k=1",
+        "handle k=2",
+        "handle k=3",
+    ]
     assert ax.get_ylabel() == "characters sent per run"
     assert ax.get_xlabel() == "configuration"
     drawn = [c for c in COMPONENT_COLUMNS if table[c].any()]
@@ -136,8 +143,14 @@ async def test_cost_breakdown_stacks_the_components_per_configuration(calls):
         bars = _gids(ax, f"component:{column}")
         expected = table[column].tolist() if column in drawn else []
         assert [b.get_height() for b in bars] == expected
-    tops = [max(b.get_y() + b.get_height() for b in ax.patches if b.get_x() < x < b.get_x() + b.get_width())
-            for x in range(len(table))]  # fmt: skip
+    tops = [
+        max(
+            b.get_y() + b.get_height()
+            for b in ax.patches
+            if b.get_x() < x < b.get_x() + b.get_width()
+        )
+        for x in range(len(table))
+    ]
     assert tops == table["chars_in"].tolist()  # the stack's top is the total sent
     # The legend lists what is drawn, top to bottom as the stack.
     listed = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -148,9 +161,12 @@ async def test_cost_breakdown_stacks_the_components_per_configuration(calls):
 async def test_cost_breakdown_of_many_configurations_stays_readable(calls):
     """Notebook 04 compares 13 configurations: the figure keeps its width, so a notebook
     shows it at its own size rather than shrinking its text."""
-    many = await sweep(hierarchy, [{"mode": "generalist"}] + [
-        {"mode": m, "k": k} for m in ("inline", "handle") for k in (1, 2, 3, 4, 5, 6)
-    ], progress=False)  # fmt: skip
+    many = await sweep(
+        hierarchy,
+        [{"mode": "generalist"}]
+        + [{"mode": m, "k": k} for m in ("inline", "handle") for k in (1, 2, 3, 4, 5, 6)],
+        progress=False,
+    )
     fig = cost_breakdown(many)
     assert len(fig.axes[0].get_xticklabels()) == 13
     assert_readable(fig)
@@ -257,8 +273,11 @@ async def test_latency_draws_wall_time_and_bound_per_mode():
     )
     assert len(ax.lines) == 4
     assert [line.get_label() for line in ax.lines] == [
-        "parallel: wall time", "parallel: critical path", "serial: wall time", "serial: critical path"
-    ]  # fmt: skip
+        "parallel: wall time",
+        "parallel: critical path",
+        "serial: wall time",
+        "serial: critical path",
+    ]
     # Named as the table beside it names them: serial calls' critical path is their sum.
     named = latency(series, bounds={"serial": "sum of calls"}).axes[0]
     assert [line.get_label() for line in named.lines][1::2] == [

@@ -25,9 +25,16 @@ def test_lookup_accepts_spec_strings_and_snapshots_and_never_guesses():
 
 def test_every_entry_shows_its_source_and_date():
     table = a.Prices().table()
-    assert list(table.columns) == ["model", "input_per_million", "output_per_million",
-                                   "cached_input_per_million", "cache_write_per_million",
-                                   "currency", "source", "as_of"]  # fmt: skip
+    assert list(table.columns) == [
+        "model",
+        "input_per_million",
+        "output_per_million",
+        "cached_input_per_million",
+        "cache_write_per_million",
+        "currency",
+        "source",
+        "as_of",
+    ]
     assert len(table) == len(DEFAULT_PRICES)
     assert table["source"].str.startswith("https://").all()
     assert table["as_of"].str.match(r"^\d{4}-\d{2}(-\d{2})?$").all()
@@ -89,9 +96,13 @@ def test_cost_table_adds_the_cost_per_run_and_its_source():
         return _run(model_name, reply)
 
     table = a.cost_table(
-        {"mini": run("gpt-4o-mini", 1_000_000), "unknown": run("scripted", 10), "no tokens": run("gpt-4o", None)},
+        {
+            "mini": run("gpt-4o-mini", 1_000_000),
+            "unknown": run("scripted", 10),
+            "no tokens": run("gpt-4o", None),
+        },
         prices=a.Prices(),
-    )  # fmt: skip
+    )
 
     assert table["configuration"].tolist() == ["mini", "unknown", "no tokens"]
     assert table["cost"].iloc[0] == pytest.approx(0.15 + 100 * 0.60 / 1e6)

@@ -27,13 +27,24 @@ sys.exit(main(sys.argv[1:]))
 def test_reproduce_prints_the_tables_and_writes_the_figures(tmp_path: Path):
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     bogus = "http://127.0.0.1:9"  # nothing listens there: any request through it fails
-    env.update(AGENTNB_TOKENIZER="off", HTTP_PROXY=bogus, HTTPS_PROXY=bogus, ALL_PROXY=bogus,
-               http_proxy=bogus, https_proxy=bogus, MPLBACKEND="Agg")  # fmt: skip
+    env.update(
+        AGENTNB_TOKENIZER="off",
+        HTTP_PROXY=bogus,
+        HTTPS_PROXY=bogus,
+        ALL_PROXY=bogus,
+        http_proxy=bogus,
+        https_proxy=bogus,
+        MPLBACKEND="Agg",
+    )
     out = tmp_path / "figures"
     done = subprocess.run(
         [sys.executable, "-c", NO_NETWORK, "reproduce", "--out", str(out)],
-        capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
 
     assert done.returncode == 0, done.stderr
     text = done.stdout
@@ -46,8 +57,15 @@ def test_reproduce_prints_the_tables_and_writes_the_figures(tmp_path: Path):
     for k, chars, times in rows:
         sent = a.run_sync(scenarios.review_hierarchy(int(k), "inline")).chars_in
         assert chars == f"{sent:,}" and times == f"{sent / generalist:.1f}"
-    for heading in ("by handle:", "attached:", "team:", "Why: characters added by each sub-agent",
-                    "2. Latency", "3. Writer and verifier", "4. Depth guard"):  # fmt: skip
+    for heading in (
+        "by handle:",
+        "attached:",
+        "team:",
+        "Why: characters added by each sub-agent",
+        "2. Latency",
+        "3. Writer and verifier",
+        "4. Depth guard",
+    ):
         assert heading in text
     assert "missing=['technical']" in text
     assert "15 words, the limit is 12" in text

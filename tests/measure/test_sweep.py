@@ -13,8 +13,17 @@ from agentnb.trace import CALL_COLUMNS, canonical_request
 CLAUSE = "The supplier guarantees 100% availability of the service. " * 3
 
 # Columns that differ from one execution to the next (times, ids): ignored when comparing frames.
-VOLATILE = ["run_id", "span_id", "parent_id", "started", "ended", "latency_s", "wait_s",
-            "wall_s", "critical_s"]  # fmt: skip
+VOLATILE = [
+    "run_id",
+    "span_id",
+    "parent_id",
+    "started",
+    "ended",
+    "latency_s",
+    "wait_s",
+    "wall_s",
+    "critical_s",
+]
 
 
 def review(k: int, opinion: str = "acceptable") -> object:
@@ -130,12 +139,15 @@ async def test_fan_outs_and_lists_of_results_are_gathered():
 
 def test_grids_expand_as_products_or_lists_and_reject_clashing_names():
     assert configurations({"k": [1, 2], "mode": ["inline", "handle"]}) == [
-        {"k": 1, "mode": "inline"}, {"k": 1, "mode": "handle"},
-        {"k": 2, "mode": "inline"}, {"k": 2, "mode": "handle"},
-    ]  # fmt: skip
+        {"k": 1, "mode": "inline"},
+        {"k": 1, "mode": "handle"},
+        {"k": 2, "mode": "inline"},
+        {"k": 2, "mode": "handle"},
+    ]
     assert configurations([{"setup": "generalist"}, {"setup": "tools", "k": 1}]) == [
-        {"setup": "generalist"}, {"setup": "tools", "k": 1}
-    ]  # fmt: skip
+        {"setup": "generalist"},
+        {"setup": "tools", "k": 1},
+    ]
     with pytest.raises(a.UserError, match="'model' -> 'model_param'"):
         configurations({"model": ["gpt-4o-mini"]})
     with pytest.raises(a.UserError, match="no values"):

@@ -67,8 +67,19 @@ async def test_cost_table_has_characters_multiplier_and_baseline(trial):
     scenario, frame = trial
     table = cost_table(frame)
 
-    assert list(table.columns) == ["setup", "k", "runs", "errors", "model_calls", "chars_in",
-                                   "tokens_in", "chars_out", "tokens_out", "multiplier", "baseline"]  # fmt: skip
+    assert list(table.columns) == [
+        "setup",
+        "k",
+        "runs",
+        "errors",
+        "model_calls",
+        "chars_in",
+        "tokens_in",
+        "chars_out",
+        "tokens_out",
+        "multiplier",
+        "baseline",
+    ]
     assert table["setup"].tolist() == ["generalist", *["hierarchy"] * 4]
     # the generalist has no k: whole numbers with a gap, not floats with a NaN
     assert str(table["k"].dtype) == "Int64" and table["k"].tolist() == [pd.NA, 1, 2, 3, 5]
@@ -198,8 +209,10 @@ def test_critical_path_takes_the_slowest_tool_of_a_turn_and_sums_turns():
 
 async def test_latency_series_parallel_against_serial():
     def team(n: int) -> list[a.Agent]:
-        return [a.Agent(f"r{i}", "Review.", a.ScriptedModel([a.say("ok")], latency=0.01 * (i + 1)))
-                for i in range(n)]  # fmt: skip
+        return [
+            a.Agent(f"r{i}", "Review.", a.ScriptedModel([a.say("ok")], latency=0.01 * (i + 1)))
+            for i in range(n)
+        ]
 
     class FanOut:  # what agentnb.parallel returns, reduced to what the tables read
         def __init__(self, results):
@@ -221,14 +234,22 @@ async def test_latency_series_parallel_against_serial():
     series = latency_series(frame)
 
     assert series[["mode", "n", "model_calls"]].values.tolist() == [
-        ["parallel", 1, 1], ["parallel", 3, 3], ["serial", 1, 1], ["serial", 3, 3]
-    ]  # fmt: skip
+        ["parallel", 1, 1],
+        ["parallel", 3, 3],
+        ["serial", 1, 1],
+        ["serial", 3, 3],
+    ]
     runs = frame.groupby("config")
     latencies = runs["latency_s"].agg(["max", "sum"])
     # the bound: the slowest branch in parallel, every call in turn when serial
-    assert series["critical_s"].tolist() == pytest.approx([
-        latencies.loc[0, "max"], latencies.loc[1, "max"], latencies.loc[2, "sum"], latencies.loc[3, "sum"]
-    ])  # fmt: skip
+    assert series["critical_s"].tolist() == pytest.approx(
+        [
+            latencies.loc[0, "max"],
+            latencies.loc[1, "max"],
+            latencies.loc[2, "sum"],
+            latencies.loc[3, "sum"],
+        ]
+    )
     assert latencies.loc[3, "sum"] > latencies.loc[3, "max"]  # three calls of 10, 20 and 30 ms
     assert series["latency_sum_s"].tolist() == pytest.approx(latencies["sum"].tolist())
     assert series["wall_s"].tolist() == runs["wall_s"].first().tolist()
@@ -284,8 +305,12 @@ async def test_verifier_rounds_from_a_run_that_calls_the_verifier_as_a_tool():
     writer_model = a.ScriptedModel(
         [a.tool_call("verifier", input=LONG), a.tool_call("verifier", input=SHORT), a.say(SHORT)]
     )
-    writer = a.Agent("writer", "Write, then verify.", writer_model,
-                     [a.Agent("verifier", "Count words.", verifier_model)])  # fmt: skip
+    writer = a.Agent(
+        "writer",
+        "Write, then verify.",
+        writer_model,
+        [a.Agent("verifier", "Count words.", verifier_model)],
+    )
     result = await a.run(writer, "Write a slogan of at most 12 words.")
     table = verifier_table(result)
 
@@ -310,11 +335,16 @@ def test_verifier_rounds_from_recorded_rounds():
         problems: list[str]
         chars: int
 
-    table = verifier_table([Round(LONG, "redo", ["15 words, the limit is 12"], 900),
-                            {"draft": SHORT, "outcome": "approved", "problems": [], "chars_in": 1000}])  # fmt: skip
+    table = verifier_table(
+        [
+            Round(LONG, "redo", ["15 words, the limit is 12"], 900),
+            {"draft": SHORT, "outcome": "approved", "problems": [], "chars_in": 1000},
+        ]
+    )
     assert table[["round", "outcome", "n_problems", "chars_in"]].values.tolist() == [
-        [1, "redo", 1, 900], [2, "approved", 0, 1000]
-    ]  # fmt: skip
+        [1, "redo", 1, 900],
+        [2, "approved", 0, 1000],
+    ]
 
     class Looped:
         rounds = [Round(SHORT, "approved", [], 10)]

@@ -173,9 +173,12 @@ def test_a_bad_tool_use_behavior_is_refused():
 
 def test_run_model_is_the_model_of_every_agent_without_one():
     shared = a.ScriptedModel(
-        lambda r: a.tool_call("sub", input="q") if r.agent == "boss" and not r.tool_results
-        else a.say(f"{r.agent} answers")
-    )  # fmt: skip
+        lambda r: (
+            a.tool_call("sub", input="q")
+            if r.agent == "boss" and not r.tool_results
+            else a.say(f"{r.agent} answers")
+        )
+    )
     own = a.ScriptedModel([a.say("own model")])
     sub = a.Agent("sub", "x")
     other = a.Agent("other", "x", own)
@@ -199,25 +202,49 @@ def test_without_run_model_an_agent_without_a_model_is_refused():
 def test_openai_receives_the_settings_under_its_own_names():
     with FakeOpenAIServer() as server:
         server.script = [completion(tool_calls=[("lookup", {"term": "x"})]), completion("ok")]
-        model = a.OpenAIModel("fake-model", base_url=server.url, api_key="sk-test-" + uuid.uuid4().hex,
-                              backoff=Backoff(initial=0.001, jitter=0.0))  # fmt: skip
+        model = a.OpenAIModel(
+            "fake-model",
+            base_url=server.url,
+            api_key="sk-test-" + uuid.uuid4().hex,
+            backoff=Backoff(initial=0.001, jitter=0.0),
+        )
         settings = a.ModelSettings(
-            temperature=0.1, top_p=0.5, max_tokens=64, tool_choice="required",
-            parallel_tool_calls=False, seed=3, stop=["END"], extra={"logprobs": True},
-        )  # fmt: skip
+            temperature=0.1,
+            top_p=0.5,
+            max_tokens=64,
+            tool_choice="required",
+            parallel_tool_calls=False,
+            seed=3,
+            stop=["END"],
+            extra={"logprobs": True},
+        )
         result = a.run_sync(a.Agent("w", "x", model, [lookup], model_settings=settings), "go")
     assert result.ok, result.error
     first, second = server.bodies
     assert {k: first[k] for k in settings_keys(first)} == {
-        "temperature": 0.1, "top_p": 0.5, "max_tokens": 64, "tool_choice": "required",
-        "parallel_tool_calls": False, "seed": 3, "stop": ["END"], "logprobs": True,
-    }  # fmt: skip
+        "temperature": 0.1,
+        "top_p": 0.5,
+        "max_tokens": 64,
+        "tool_choice": "required",
+        "parallel_tool_calls": False,
+        "seed": 3,
+        "stop": ["END"],
+        "logprobs": True,
+    }
     assert second["tool_choice"] == "auto"
 
 
 def settings_keys(body: dict) -> list[str]:
-    names = ("temperature", "top_p", "max_tokens", "tool_choice", "parallel_tool_calls", "seed",
-             "stop", "logprobs")  # fmt: skip
+    names = (
+        "temperature",
+        "top_p",
+        "max_tokens",
+        "tool_choice",
+        "parallel_tool_calls",
+        "seed",
+        "stop",
+        "logprobs",
+    )
     return [k for k in names if k in body]
 
 
@@ -234,17 +261,22 @@ def test_openai_refuses_a_tool_choice_naming_no_tool_before_any_request():
 
 
 def claude(server: FakeAnthropicServer) -> a.AnthropicModel:
-    return a.AnthropicModel("claude-test", base_url=server.url, api_key="sk-ant-test-0123456789",
-                            backoff=0.0)  # type: ignore[arg-type]  # fmt: skip
+    return a.AnthropicModel(
+        "claude-test", base_url=server.url, api_key="sk-ant-test-0123456789", backoff=0.0
+    )  # type: ignore[arg-type]
 
 
 def test_anthropic_receives_the_settings_under_its_own_names():
     pytest.importorskip("anthropic")
     script = [message(tool_use("toolu_1", "lookup", term="x")), message(text("ok"))]
     settings = a.ModelSettings(
-        temperature=0.1, max_tokens=64, tool_choice="lookup", parallel_tool_calls=False,
-        stop="END", extra={"top_k": 5},
-    )  # fmt: skip
+        temperature=0.1,
+        max_tokens=64,
+        tool_choice="lookup",
+        parallel_tool_calls=False,
+        stop="END",
+        extra={"top_k": 5},
+    )
     with FakeAnthropicServer(script) as server:
         result = a.run_sync(
             a.Agent("w", "x", claude(server), [lookup], model_settings=settings), "go"
@@ -252,7 +284,11 @@ def test_anthropic_receives_the_settings_under_its_own_names():
     assert result.ok, result.error
     first, second = server.bodies
     assert (first["temperature"], first["max_tokens"], first["stop_sequences"], first["top_k"]) == (
-        0.1, 64, ["END"], 5)  # fmt: skip
+        0.1,
+        64,
+        ["END"],
+        5,
+    )
     assert first["tool_choice"] == {
         "type": "tool",
         "name": "lookup",

@@ -76,13 +76,18 @@ def test_an_awaiting_cell_shows_the_widget_and_a_click_approves(kernel):
             widgets[label] = msg["content"]["comm_id"]
         if len(widgets) == 2 and "clicked" not in widgets:
             widgets["clicked"] = "yes"
-            send_comm(kernel, widgets["Reason"], {"method": "update", "state": {"value": "fine"},
-                                                  "buffer_paths": []})  # fmt: skip
-            send_comm(kernel, widgets["Approve"], {"method": "custom",
-                                                   "content": {"event": "click"}})  # fmt: skip
+            send_comm(
+                kernel,
+                widgets["Reason"],
+                {"method": "update", "state": {"value": "fine"}, "buffer_paths": []},
+            )
+            send_comm(
+                kernel, widgets["Approve"], {"method": "custom", "content": {"event": "click"}}
+            )
 
-    cell = run_cell(kernel, f"boss, bm = team()\nres = await a.run(boss, 'go')\n{REPORT}",
-                    on_message=browser)  # fmt: skip
+    cell = run_cell(
+        kernel, f"boss, bm = team()\nres = await a.run(boss, 'go')\n{REPORT}", on_message=browser
+    )
 
     assert widgets.get("clicked") == "yes"
     assert printed(cell).strip() == "True ['risky'] [True]"
@@ -101,8 +106,9 @@ def test_a_cell_blocked_in_run_sync_asks_on_stdin_and_a_reason_rejects(kernel):
 
     thread = threading.Thread(target=person, daemon=True)
     thread.start()
-    cell = run_cell(kernel, f"boss, bm = team()\nres = a.run_sync(boss, 'go')\n{REPORT}",
-                    allow_stdin=True)  # fmt: skip
+    cell = run_cell(
+        kernel, f"boss, bm = team()\nres = a.run_sync(boss, 'go')\n{REPORT}", allow_stdin=True
+    )
     thread.join(timeout=30)
 
     assert answered == ["Approve? y = yes; a reason (or n) rejects: "]
@@ -120,8 +126,11 @@ def test_a_function_tool_needing_approval_shows_the_widget_and_a_click_approves(
         label = msg["content"]["data"]["state"].get("description")
         if label == "Approve" and "clicked" not in widgets:
             widgets["clicked"] = "yes"
-            send_comm(kernel, msg["content"]["comm_id"], {"method": "custom",
-                                                          "content": {"event": "click"}})  # fmt: skip
+            send_comm(
+                kernel,
+                msg["content"]["comm_id"],
+                {"method": "custom", "content": {"event": "click"}},
+            )
 
     code = (
         "analyst, am = sql_analyst()\nres = await a.run(analyst, 'go')\n"

@@ -90,7 +90,7 @@ def voila_url(tmp_path: Path) -> Iterator[str]:
                 f"--port={port}",
                 "--Voila.ip=127.0.0.1",
                 "--Voila.port_retries=0",
-            ],  # fmt: skip
+            ],
             cwd=tmp_path,
             env=env,
             stdout=out,

@@ -40,10 +40,12 @@ def ip(shell: InteractiveShell):
     before = set(shell.user_ns)
     magics = _magics(shell)
     shell.user_ns.update(
-        Verdict=Verdict, lookup=lookup, not_a_model=42,
+        Verdict=Verdict,
+        lookup=lookup,
+        not_a_model=42,
         legal_model=a.ScriptedModel([a.say("lawful")]),
         boss_model=a.ScriptedModel([a.tool_call("legal", input="check"), a.say("approved")]),
-    )  # fmt: skip
+    )
     yield shell
     for name in set(shell.user_ns) - before:
         del shell.user_ns[name]
@@ -80,9 +82,11 @@ def test_loading_twice_or_reloading_registers_the_magics_once(ip):
 def test_agent_cell_binds_an_agent_with_its_options_and_prints_one_line(ip):
     cell(ip, "agent", "legal --model legal_model --timeout 2", "You review law.")
     out = cell(
-        ip, "agent", "boss --model boss_model --tools legal,lookup --output Verdict --max-turns 3",
+        ip,
+        "agent",
+        "boss --model boss_model --tools legal,lookup --output Verdict --max-turns 3",
         "# NBVAL_IGNORE_OUTPUT\nYou decide.\n  # NBVAL_SKIP\nBe brief.",
-    )  # fmt: skip
+    )
 
     boss = ip.user_ns["boss"]
     assert isinstance(boss, a.Agent)
@@ -190,23 +194,44 @@ def test_live_monitor_is_displayed_and_follows_the_run(ip, dummy_comm):
 # -- bad input: one line, with the valid choices --------------------------------------------------
 
 BAD_AGENT = [
-    ("boss --frob 1", "unknown option '--frob'; valid options: --model, --tools, --output, --max-turns, --timeout"),
+    (
+        "boss --frob 1",
+        "unknown option '--frob'; valid options: --model, --tools, --output, --max-turns, --timeout",
+    ),
     ("boss extra --model boss_model", "unknown argument 'extra'"),
     ("", "the following arguments are required: NAME"),
     ("1boss --model boss_model", "NAME must be a Python identifier"),
-    ("boss --model nope", "unknown model 'nope': not a model variable (boss_model, legal_model) nor a spec provider:model with provider one of: anthropic, openai"),
-    ("boss --model zz:q", "unknown model provider 'zz' in 'zz:q'; known providers: anthropic, openai"),
+    (
+        "boss --model nope",
+        "unknown model 'nope': not a model variable (boss_model, legal_model) nor a spec provider:model with provider one of: anthropic, openai",
+    ),
+    (
+        "boss --model zz:q",
+        "unknown model provider 'zz' in 'zz:q'; known providers: anthropic, openai",
+    ),
     ("boss --model not_a_model", "--model not_a_model is a int, not a model client"),
     ("boss", "no model: pass --model M"),
-    ("boss --model boss_model --output lookup", "--output lookup is a function, not a type pydantic validates; types in the namespace: Verdict; or a builtin: str, int, float, bool, list, dict"),
-    ("boss --model boss_model --output Missing", "unknown output type 'Missing'; types in the namespace: Verdict; or a builtin: str, int, float, bool, list, dict"),
-    ("boss --model boss_model --tools nope", "unknown tool 'nope'; functions and agents in the namespace: lookup"),
-    ("boss --model boss_model --tools not_a_model", "tool 'not_a_model' is a int, not a function or an agent"),
+    (
+        "boss --model boss_model --output lookup",
+        "--output lookup is a function, not a type pydantic validates; types in the namespace: Verdict; or a builtin: str, int, float, bool, list, dict",
+    ),
+    (
+        "boss --model boss_model --output Missing",
+        "unknown output type 'Missing'; types in the namespace: Verdict; or a builtin: str, int, float, bool, list, dict",
+    ),
+    (
+        "boss --model boss_model --tools nope",
+        "unknown tool 'nope'; functions and agents in the namespace: lookup",
+    ),
+    (
+        "boss --model boss_model --tools not_a_model",
+        "tool 'not_a_model' is a int, not a function or an agent",
+    ),
     ("boss --model boss_model --tools lookup,", "--tools takes names separated by commas"),
     ("boss --model boss_model --max-turns 0", "argument --max-turns: '0' must be positive"),
     ("boss --model boss_model --timeout soon", "argument --timeout: 'soon' is not a number"),
     ("boss --model 'boss_model", "No closing quotation"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("line", "message"), BAD_AGENT)
@@ -230,18 +255,25 @@ def test_a_tool_function_the_model_cannot_call_is_a_usage_error(ip):
 BAD_RUN = [
     ("nobody", "go", "'nobody' is not defined; agents in the namespace: legal"),
     ("lookup", "go", "'lookup' is a function, not an Agent; agents in the namespace: legal"),
-    ("legal --frob", "go",
-     "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id, --continue, "
-     "--no-stream; usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] "
-     "[--no-stream]"),
+    (
+        "legal --frob",
+        "go",
+        "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id, --continue, "
+        "--no-stream; usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] "
+        "[--no-stream]",
+    ),
     ("legal --run-id", "go", "argument --run-id: expected one argument"),
-    ("legal --run-id ''", "go", "argument --run-id: '' is not a run id: use one word without spaces"),
+    (
+        "legal --run-id ''",
+        "go",
+        "argument --run-id: '' is not a run id: use one word without spaces",
+    ),
     ("legal --run-id 'a b'", "go", "argument --run-id: 'a b' is not a run id"),
     ("legal -o 2x", "go", "-o needs a Python identifier"),
     ("legal --timeout -1", "go", "argument --timeout: '-1' must be positive"),
     ("legal", "Use {undefined_thing}", "{undefined_thing} in the text is not defined"),
     ("legal", "# NBVAL_SKIP\n", "the cell body is the input to the agent, and it is empty"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("line", "body", "message"), BAD_RUN)
@@ -265,19 +297,29 @@ def test_in_a_cell_a_usage_error_prints_one_line_and_no_traceback(ip, capsys):
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("%%agent reviewer --model legal_model",
-         "%%agent reviewer: the cell body is the agent's instructions, and it is empty; write "
-         "them on the lines under the magic, e.g. '%%agent reviewer --model my_model' then "
-         "'You review contract clauses.'"),
+        (
+            "%%agent reviewer --model legal_model",
+            "%%agent reviewer: the cell body is the agent's instructions, and it is empty; write "
+            "them on the lines under the magic, e.g. '%%agent reviewer --model my_model' then "
+            "'You review contract clauses.'",
+        ),
         ("%%agent reviewer --model legal_model\n", "the cell body is the agent's instructions"),
-        ("%%agent reviewer --model legal_model\n\n  \n", "the cell body is the agent's instructions"),
-        ("%%agent reviewer --model legal_model\n# NBVAL_SKIP", "the cell body is the agent's instructions"),
-        ("%%agent_run legal -o res",
-         "%%agent_run legal: the cell body is the input to the agent, and it is empty; write it "
-         "on the lines under the magic, e.g. '%%agent_run legal -o result' then "
-         "'Review this clause: {clause}'"),
+        (
+            "%%agent reviewer --model legal_model\n\n  \n",
+            "the cell body is the agent's instructions",
+        ),
+        (
+            "%%agent reviewer --model legal_model\n# NBVAL_SKIP",
+            "the cell body is the agent's instructions",
+        ),
+        (
+            "%%agent_run legal -o res",
+            "%%agent_run legal: the cell body is the input to the agent, and it is empty; write it "
+            "on the lines under the magic, e.g. '%%agent_run legal -o result' then "
+            "'Review this clause: {clause}'",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_empty_body_says_what_the_body_is_for(ip, capsys, source, message):
     """IPython refuses a cell magic with no body before the magic runs ("the cell body is
     empty"); agentnb's input transformer lets the magic run and explain its body instead."""
@@ -356,17 +398,23 @@ def test_agent_run_continue_sends_the_earlier_conversation(ip):
 
     assert ip.user_ns["two"].output == "second answer"
     sent = [(m.role, m.content) for m in model.requests[1].messages]
-    assert sent == [("user", "first question"), ("assistant", "first answer"),
-                    ("user", "second question")]  # fmt: skip
+    assert sent == [
+        ("user", "first question"),
+        ("assistant", "first answer"),
+        ("user", "second question"),
+    ]
     with pytest.raises(UsageError, match="--continue nope: 'nope' is not defined"):
         ip.run_cell_magic("agent_run", "chat --continue nope", "again")
 
 
 def test_the_default_model_reaches_sub_agents_without_a_model(ip):
     shared = a.ScriptedModel(
-        lambda r: a.tool_call("helper", input="q") if r.agent == "boss" and not r.tool_results
-        else a.say(f"{r.agent} says hi")
-    )  # fmt: skip
+        lambda r: (
+            a.tool_call("helper", input="q")
+            if r.agent == "boss" and not r.tool_results
+            else a.say(f"{r.agent} says hi")
+        )
+    )
     ip.user_ns["shared"] = shared
     ip.user_ns["helper"] = a.Agent("helper", "Help.")  # defined in Python, no model
     _magics(ip).default_model = "shared"

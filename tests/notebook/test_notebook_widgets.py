@@ -33,12 +33,28 @@ def test_the_monitor_ends_with_every_agent_its_calls_and_characters(dummy_comm):
 
     per_path = result.calls.groupby("path")["chars_in"].sum().to_dict()
     assert monitor.snapshot() == [
-        {"agent": "coord", "path": "coord", "status": "ok", "calls": 2, "chars_in": per_path["coord"]},
-        {"agent": "expert0", "path": "coord/expert0", "status": "ok", "calls": 1,
-         "chars_in": per_path["coord/expert0"]},
-        {"agent": "expert1", "path": "coord/expert1", "status": "ok", "calls": 1,
-         "chars_in": per_path["coord/expert1"]},
-    ]  # fmt: skip
+        {
+            "agent": "coord",
+            "path": "coord",
+            "status": "ok",
+            "calls": 2,
+            "chars_in": per_path["coord"],
+        },
+        {
+            "agent": "expert0",
+            "path": "coord/expert0",
+            "status": "ok",
+            "calls": 1,
+            "chars_in": per_path["coord/expert0"],
+        },
+        {
+            "agent": "expert1",
+            "path": "coord/expert1",
+            "status": "ok",
+            "calls": 1,
+            "chars_in": per_path["coord/expert1"],
+        },
+    ]
     last = [m["state"]["value"] for m in dummy_comm.states() if "value" in m["state"]][-1]
     assert "✔ <b>coord</b> · ok" in last and f"{result.chars_in:,} chars sent" in last
     assert repr(monitor) == "RunMonitor('coord')"  # text/plain: the same in every run

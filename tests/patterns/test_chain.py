@@ -14,8 +14,12 @@ class Amount(BaseModel):
 
 
 def stage(name: str, *steps: object, latency: float = 0.0, output_type: object = None) -> a.Agent:
-    return a.Agent(name, f"You are the {name} stage.", a.ScriptedModel(list(steps), latency),
-                   output_type=output_type)  # fmt: skip
+    return a.Agent(
+        name,
+        f"You are the {name} stage.",
+        a.ScriptedModel(list(steps), latency),
+        output_type=output_type,
+    )
 
 
 async def test_each_stage_reads_the_previous_output():

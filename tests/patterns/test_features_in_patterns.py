@@ -15,8 +15,9 @@ def no_lorem(ctx: Any, agent: a.Agent, value: Any) -> a.GuardrailResult:
 
 def test_verify_loop_sends_each_agents_settings_and_checks_the_writers_output():
     writer_model = a.ScriptedModel([a.say("lorem ipsum")])
-    writer = a.Agent("writer", "Write.", writer_model, model_settings=COOL,
-                     output_guardrails=[no_lorem])  # fmt: skip
+    writer = a.Agent(
+        "writer", "Write.", writer_model, model_settings=COOL, output_guardrails=[no_lorem]
+    )
     verifier_model = a.ScriptedModel([a.say('{"outcome": "approved", "problems": []}')])
     verifier = a.Agent("verifier", "Check.", verifier_model)
 
@@ -37,9 +38,12 @@ def test_a_chain_stage_with_settings_and_a_passing_guardrail():
 
 def shared_model() -> a.ScriptedModel:
     return a.ScriptedModel(
-        lambda r: a.say('{"outcome": "approved", "problems": []}') if r.agent == "verifier"
-        else a.say(f"{r.agent} answers")
-    )  # fmt: skip
+        lambda r: (
+            a.say('{"outcome": "approved", "problems": []}')
+            if r.agent == "verifier"
+            else a.say(f"{r.agent} answers")
+        )
+    )
 
 
 def test_the_patterns_take_a_model_and_settings_for_agents_without_their_own():
@@ -55,11 +59,12 @@ def test_the_patterns_take_a_model_and_settings_for_agents_without_their_own():
             "task",
             model=shared,
             model_settings=COOL,
-        )  # fmt: skip
+        )
     )
 
     assert fan.outputs == {"left": "left answers", "right": "right answers"}
     assert chained.output == "right answers" and looped.ok
     assert sorted(r.agent for r in shared.requests) == sorted(
-        ["left", "right", "left", "right", "writer", "verifier"])  # fmt: skip
+        ["left", "right", "left", "right", "writer", "verifier"]
+    )
     assert {r.settings for r in shared.requests} == {COOL}

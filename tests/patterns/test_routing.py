@@ -52,8 +52,13 @@ def support(triage_reply: object, **triage_options: object):
         .to(billing)
         .otherwise(general)
     )
-    triage = a.Agent("Triage", "Classify the request.", a.ScriptedModel([a.say(triage_reply)]),
-                     route=route, **triage_options)  # fmt: skip
+    triage = a.Agent(
+        "Triage",
+        "Classify the request.",
+        a.ScriptedModel([a.say(triage_reply)]),
+        route=route,
+        **triage_options,
+    )
     return triage, refunds, billing, general
 
 
@@ -71,9 +76,11 @@ async def test_an_intent_is_routed_in_python_without_another_model_call():
     assert asked.tools == []  # no transfer_to_* specs: zero routing tokens
     assert asked.output_schema is not None  # the union Respond | intents
     received = refunds.model.requests[0].messages  # type: ignore[union-attr]
-    assert received == [Message.user(
-        f'{REQUEST}\n\nTriage passed this on as RefundIntent: {{"kind":"refund","order_id":"A-17"}}'
-    )]  # fmt: skip
+    assert received == [
+        Message.user(
+            f'{REQUEST}\n\nTriage passed this on as RefundIntent: {{"kind":"refund","order_id":"A-17"}}'
+        )
+    ]
     assert list(result.calls["agent"]) == ["Triage", "Refunds"]
     handoffs = [json.loads(x) for x in result.log_lines() if '"handoff"' in x]
     assert [(h["source"], h["agent"], h["routing"]) for h in handoffs] == [
@@ -125,8 +132,13 @@ async def test_an_intent_without_a_rule_and_no_fallback_ends_the_run_with_a_clea
     refunds = agent("Refunds", "x")
     route = a.HandoffRoute("narrow").when(RefundIntent).to(refunds)
     union = Union[a.Respond, RefundIntent, ComplaintIntent]  # noqa: UP007
-    triage = a.Agent("Triage", "x", a.ScriptedModel([a.say({"kind": "complaint"})]),
-                     output_type=union, route=route)  # fmt: skip
+    triage = a.Agent(
+        "Triage",
+        "x",
+        a.ScriptedModel([a.say({"kind": "complaint"})]),
+        output_type=union,
+        route=route,
+    )
     result = await a.run(triage, "The courier was rude.")
     assert not result.ok and isinstance(result.error, a.UserError)
     assert "no rule for ComplaintIntent" in str(result.error)
@@ -142,8 +154,12 @@ async def test_a_more_specific_intent_must_come_before_its_parent():
     route = (
         a.HandoffRoute("r").when(PaymentFailedIntent).to(payments).when(RefundIntent).to(refunds)
     )
-    triage = a.Agent("Triage", "x", a.ScriptedModel([a.say({"kind": "refund", "card_declined": True})]),
-                     route=route)  # fmt: skip
+    triage = a.Agent(
+        "Triage",
+        "x",
+        a.ScriptedModel([a.say({"kind": "refund", "card_declined": True})]),
+        route=route,
+    )
     result = await a.run(triage, "My card was declined.")
     assert result.last_agent is payments
 

@@ -26,8 +26,9 @@ async def test_star_hands_the_request_to_one_specialist():
     result = await topo.run("Resend my invoice.")
 
     assert topo.kind == "star" and topo.edges() == [
-        ("Triage", "Refunds", "handoff"), ("Triage", "Billing", "handoff")
-    ]  # fmt: skip
+        ("Triage", "Refunds", "handoff"),
+        ("Triage", "Billing", "handoff"),
+    ]
     assert triage.handoffs == []  # the builder wired a clone
     assert result.ok and result.last_agent is billing and result.output == "Invoice resent."
     assert list(result.calls["agent"]) == ["Triage", "Billing"]
@@ -73,9 +74,11 @@ def legal_and_tax() -> list[a.Agent]:
 
 @pytest.mark.parametrize(
     ("max_depth", "refusal"),
-    [(1, "ERROR: maximum depth reached (1) at Legal/tax"),
-     (2, "ERROR: legal is already on the call path Legal/tax")],
-)  # fmt: skip
+    [
+        (1, "ERROR: maximum depth reached (1) at Legal/tax"),
+        (2, "ERROR: legal is already on the call path Legal/tax"),
+    ],
+)
 async def test_mesh_cycles_are_stopped_by_the_depth_and_path_guards(max_depth, refusal):
     topo = a.mesh(legal_and_tax())
     result = await topo.run("Assess the clause.", limits=a.Limits(max_depth=max_depth))

@@ -112,8 +112,11 @@ async def test_the_verifier_may_declare_a_compatible_output_type():
         grade: int
 
     with pytest.raises(a.UserError, match="'outcome'.*'problems'"):
-        await a.verify_loop(a.Agent("W", "x", a.ScriptedModel([SHORT])),
-                            a.Agent("V", "x", model, output_type=Grade), TASK)  # fmt: skip
+        await a.verify_loop(
+            a.Agent("W", "x", a.ScriptedModel([SHORT])),
+            a.Agent("V", "x", model, output_type=Grade),
+            TASK,
+        )
     with pytest.raises(a.UserError, match="max_rounds"):
         await a.verify_loop(a.Agent("W", "x", a.ScriptedModel([SHORT])), check, TASK, max_rounds=0)
 

@@ -156,11 +156,41 @@ def test_bpe_openai_holds_the_very_vocabulary_file_tiktoken_downloads(encoding):
 def _corpus(seed: int, n: int = 300) -> list[str]:
     rng = random.Random(seed)
     pieces = [
-        "the", " quick", "brown", "FOX", "jumps", "   ", "\n", "\n\n", "\t", "123", "4567",
-        "3.14159", "don't", "'s", "naïve", "café", "日本語", "한국어", "Ελληνικά", "🙂", "🚀",
-        '{"key": "value"}', "def f(x):\n    return x", "<|endoftext|>", "http://example.com/a?b=c",
-        "!!!", "...", "—", "\u00a0", "Ω", "x" * 40, "ab" * 17, "  leading", "trailing  ",
-    ]  # fmt: skip
+        "the",
+        " quick",
+        "brown",
+        "FOX",
+        "jumps",
+        "   ",
+        "\n",
+        "\n\n",
+        "\t",
+        "123",
+        "4567",
+        "3.14159",
+        "don't",
+        "'s",
+        "naïve",
+        "café",
+        "日本語",
+        "한국어",
+        "Ελληνικά",
+        "🙂",
+        "🚀",
+        '{"key": "value"}',
+        "def f(x):\n    return x",
+        "<|endoftext|>",
+        "http://example.com/a?b=c",
+        "!!!",
+        "...",
+        "—",
+        "\u00a0",
+        "Ω",
+        "x" * 40,
+        "ab" * 17,
+        "  leading",
+        "trailing  ",
+    ]
     return ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(n)]
 
 

@@ -47,9 +47,15 @@ class LiveSummary:
         for key, values in self.values.items():
             found = interval(values)
             rows.append(
-                {**dict(zip(self.params, key)), "n": found.n, "mean": found.mean,
-                 "ci_low": found.low, "ci_high": found.high, "method": found.method}
-            )  # fmt: skip
+                {
+                    **dict(zip(self.params, key)),
+                    "n": found.n,
+                    "mean": found.mean,
+                    "ci_low": found.low,
+                    "ci_high": found.high,
+                    "method": found.method,
+                }
+            )
         frame = pd.DataFrame(
             rows, columns=[*self.params, "n", "mean", "ci_low", "ci_high", "method"]
         )

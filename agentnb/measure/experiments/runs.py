@@ -20,7 +20,7 @@ from typing import Any
 
 from ... import checks
 from ...errors import UserError
-from ...runtime.guards.approval import in_notebook
+from ...runtime import in_notebook
 from ..sweeps import CONFIG_COLUMNS, Grid, configurations, on_executor
 from .live import LiveSummary
 from .store import RUN_FIELDS, connect, store_path, to_json
@@ -207,9 +207,17 @@ def _begin(
         cursor = conn.execute(
             "INSERT INTO experiments (name, version, fingerprint, fn, grid, dataset, params, "
             "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (name, version, to_json(fingerprint), parts["fn"], to_json(configs), _dataset(parts),
-             to_json(params), time.time()),
-        )  # fmt: skip
+            (
+                name,
+                version,
+                to_json(fingerprint),
+                parts["fn"],
+                to_json(configs),
+                _dataset(parts),
+                to_json(params),
+                time.time(),
+            ),
+        )
     return int(cursor.lastrowid), version
 
 

@@ -22,9 +22,20 @@ if TYPE_CHECKING:
     import pandas as pd
 
 RUN_COLUMNS = (
-    "config", "trial", "item", "attempt", "ok", "error", "score", "score_error", "wall_s",
-    "critical_s", *RUN_TOTALS, "started", "ended",
-)  # fmt: skip
+    "config",
+    "trial",
+    "item",
+    "attempt",
+    "ok",
+    "error",
+    "score",
+    "score_error",
+    "wall_s",
+    "critical_s",
+    *RUN_TOTALS,
+    "started",
+    "ended",
+)
 """The columns of `Experiment.runs` after the parameters."""
 
 RUN_KEY = ("config", "trial", "item")

@@ -135,9 +135,21 @@ def _spans(parts: list[Any]) -> list[tuple[Any, ...]]:
                 continue
             for s in trace.spans:
                 out.append(
-                    (trace.run_id, s.span_id, s.parent_id, s.kind, s.name, s.agent, s.path,
-                     s.depth, s.started, s.ended, s.status, s.attrs)
-                )  # fmt: skip
+                    (
+                        trace.run_id,
+                        s.span_id,
+                        s.parent_id,
+                        s.kind,
+                        s.name,
+                        s.agent,
+                        s.path,
+                        s.depth,
+                        s.started,
+                        s.ended,
+                        s.status,
+                        s.attrs,
+                    )
+                )
     return out
 
 

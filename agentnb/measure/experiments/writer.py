@@ -91,9 +91,17 @@ def _write(conn: sqlite3.Connection, item: tuple[Any, ...]) -> None:
         _, key, e = item
         conn.execute(
             _INSERT_RESPONSE,
-            (key, e["model"], e["trial"], e["path"], e["turn"], e["latency_s"],
-             json.dumps(e["response"], ensure_ascii=False), time.time()),
-        )  # fmt: skip
+            (
+                key,
+                e["model"],
+                e["trial"],
+                e["path"],
+                e["turn"],
+                e["latency_s"],
+                json.dumps(e["response"], ensure_ascii=False),
+                time.time(),
+            ),
+        )
         return
     _, record, rows, spans = item
     run = conn.execute(_INSERT_RUN, [record[f] for f in RUN_FIELDS]).lastrowid

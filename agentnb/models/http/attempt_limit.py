@@ -8,7 +8,6 @@ never trips it; a deadline bounds the attempt from its start to its last byte.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable
 from typing import NoReturn, TypeVar
 
@@ -55,21 +54,14 @@ class Deadline:
             left, limit = self.idle, "idle"
         if left is None:
             return await awaitable
-        if sys.version_info >= (3, 11):  # in this task: no task per attempt or per line
-            scope = asyncio.timeout(left)
-            try:
-                async with scope:
-                    return await awaitable
-            except TimeoutError:
-                if scope.expired():
-                    self._expired(limit)
-                raise  # a TimeoutError of the awaitable's own
+        scope = asyncio.timeout(left)
         try:
-            return await asyncio.wait_for(awaitable, left)
-        except asyncio.TimeoutError:
-            if limit == "idle" or (self._left() or 0.0) <= 0.0:
+            async with scope:
+                return await awaitable
+        except TimeoutError:
+            if scope.expired():
                 self._expired(limit)
-            raise
+            raise  # a TimeoutError of the awaitable's own
 
     def _expired(self, limit: str) -> NoReturn:
         seconds = self.idle if limit == "idle" else self.timeout

@@ -63,7 +63,7 @@ class Slots(PerLoop[Slot]):
     async def slot(self) -> AsyncIterator[tuple[Any, Events]]:
         """The running loop's client, once a request may go, and the request's event list
         (a wait for room under ``max_concurrency`` is its ``queue_wait`` event). Refused when
-        requests are forbidden (`agentnb.models.gate`)."""
+        requests are forbidden (`agentnb.models.http.gate`)."""
         check_request_allowed(self._owner)
         slot = self.get()
         events: Events = []

@@ -282,16 +282,23 @@ class LocalModel:
             _check_port_free(port)
         alias = self.alias or _alias(path)
         args = [
-            "--model", str(path),
-            "--model_alias", alias,
-            "--host", _LOOPBACK,
-            "--port", str(port),
-            "--n_ctx", str(self.n_ctx),
-            "--chat_format", self.chat_format,
+            "--model",
+            str(path),
+            "--model_alias",
+            alias,
+            "--host",
+            _LOOPBACK,
+            "--port",
+            str(port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--chat_format",
+            self.chat_format,
             # a stream is not cut short when another request arrives (the server's default
             # is to end it, so a streamed parallel fan-out lost every branch but one)
-            "--interrupt_requests", "False",
-        ]  # fmt: skip
+            "--interrupt_requests",
+            "False",
+        ]
         if self.threads is not None:
             args += ["--n_threads", str(self.threads)]
         args += self.server_args

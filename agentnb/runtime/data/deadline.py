@@ -30,7 +30,7 @@ def within(work: Awaitable[T], seconds: float | None) -> Awaitable[T]:
 async def _within(work: Awaitable[T], seconds: float) -> T:
     try:
         return await asyncio.wait_for(_own_timeouts(work), seconds)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise DeadlinePassed from None
     except _InnerTimeout as inner:
         raise inner.error from inner.error.__cause__
@@ -48,5 +48,5 @@ class _InnerTimeout(Exception):
 async def _own_timeouts(work: Awaitable[T]) -> T:
     try:
         return await work
-    except (asyncio.TimeoutError, KeyboardInterrupt, SystemExit) as exc:
+    except (TimeoutError, KeyboardInterrupt, SystemExit) as exc:
         raise _InnerTimeout(exc) from None

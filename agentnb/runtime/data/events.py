@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from ...models.types import ModelRequest
     from ...trace.calls import CallRow
     from ...trace.spans import Listener, Span, SpanKind, Trace
-    from ..agents.agent import Agent
     from .context import RunContext
+    from .protocols import AgentLike
     from .result import RunResult
     from .state import AgentRun
 
@@ -307,7 +307,7 @@ def subscriber(on_event: Sink) -> Sink:
     return sink
 
 
-def run_ended(ctx: RunContext, agent: Agent, result: RunResult) -> RunEnded:
+def run_ended(ctx: RunContext, agent: AgentLike, result: RunResult) -> RunEnded:
     """The `RunEnded` event of a run that gave ``result``."""
     root = ctx.trace.spans[0].span_id if ctx.trace.spans else ""
     return RunEnded(agent.name, agent.name, 0, root, ctx.trace.now(), result)
@@ -390,7 +390,7 @@ class Watchers:
         await _call_hooks(self.hooks, name, *args)
 
 
-def watchers_for(ctx: RunContext, agent: Agent) -> Watchers | None:
+def watchers_for(ctx: RunContext, agent: AgentLike) -> Watchers | None:
     """What watches ``agent`` in this run: the run's stream and hooks, plus its own hooks."""
     own = agent.hooks
     if own is None:
@@ -402,7 +402,9 @@ def watchers_for(ctx: RunContext, agent: Agent) -> Watchers | None:
     return Watchers(run.sink, hooks, streams=run.streams)
 
 
-async def handed_off(ctx: RunContext, state: AgentRun, source: Agent, target: Agent) -> None:
+async def handed_off(
+    ctx: RunContext, state: AgentRun, source: AgentLike, target: AgentLike
+) -> None:
     """A handoff from ``source`` (still ``state.agent``) to ``target``: a `HandoffEvent` (the
     source's, in its span) and ``on_handoff`` of the run's hooks and of the *receiving* agent's
     own hooks, as openai-agents calls it (the source's own hooks are not told)."""

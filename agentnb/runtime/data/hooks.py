@@ -17,40 +17,42 @@ from .callbacks import check_hook_names
 
 if TYPE_CHECKING:
     from ...models.types import ModelRequest, ModelResponse
-    from ..agents.agent import Agent
     from .context import RunContext
+    from .protocols import AgentLike
 
 
 class Hooks:
     """Lifecycle hooks: every method does nothing until overridden (``async def``; a plain
     ``def`` works too). ``ctx`` is the run's `RunContext` (run id, deps, usage so far)."""
 
-    async def on_agent_start(self, ctx: RunContext, agent: Agent) -> None:
+    async def on_agent_start(self, ctx: RunContext, agent: AgentLike) -> None:
         """An agent begins: the root, a sub-agent called as a tool, a handoff's target."""
 
-    async def on_agent_end(self, ctx: RunContext, agent: Agent, output: Any) -> None:
+    async def on_agent_end(self, ctx: RunContext, agent: AgentLike, output: Any) -> None:
         """An agent gave its final ``output`` (not called for one that handed off or failed)."""
 
-    async def on_model_start(self, ctx: RunContext, agent: Agent, request: ModelRequest) -> None:
+    async def on_model_start(
+        self, ctx: RunContext, agent: AgentLike, request: ModelRequest
+    ) -> None:
         """``agent`` is about to send ``request`` to its model."""
 
     async def on_model_end(
-        self, ctx: RunContext, agent: Agent, response: ModelResponse, call: dict[str, Any]
+        self, ctx: RunContext, agent: AgentLike, response: ModelResponse, call: dict[str, Any]
     ) -> None:
         """A model call answered. ``call`` is its row of ``RunResult.calls`` as a dict (sizes,
         tokens, usage, timings already recorded): a live cost line reads it."""
 
     async def on_tool_start(
-        self, ctx: RunContext, agent: Agent, tool_name: str, arguments: str
+        self, ctx: RunContext, agent: AgentLike, tool_name: str, arguments: str
     ) -> None:
         """``agent`` is about to run a tool; ``arguments`` is the model's JSON text."""
 
     async def on_tool_end(
-        self, ctx: RunContext, agent: Agent, tool_name: str, result_text: str
+        self, ctx: RunContext, agent: AgentLike, tool_name: str, result_text: str
     ) -> None:
         """A tool finished; ``result_text`` is what the model will read."""
 
-    async def on_handoff(self, ctx: RunContext, source: Agent, target: Agent) -> None:
+    async def on_handoff(self, ctx: RunContext, source: AgentLike, target: AgentLike) -> None:
         """``source`` hands the conversation to ``target`` (the target's own hooks see it too)."""
 
 

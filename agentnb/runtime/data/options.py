@@ -24,6 +24,7 @@ from ...trace.spans import Listener
 from .callbacks import check_callable
 from .context import Limits
 from .hooks import Hooks, check_hooks
+from .signatures import F, lists_keywords
 
 if TYPE_CHECKING:
     from .events import Event
@@ -191,4 +192,12 @@ KEYWORDS = frozenset(f.name for f in fields(RunOptions))
 """The keyword options a run takes."""
 
 DEFAULT = RunOptions()
+
+
+def shows_run_keywords(fn: F) -> F:
+    """``fn``, whose ``**options`` are a run's, with a signature that lists them (`RunKeywords`,
+    defaults from `RunOptions`): Shift-Tab in Jupyter shows ``timeout``, not ``**options``."""
+    return lists_keywords(fn, RunKeywords, {f.name: f.default for f in fields(RunOptions)})
+
+
 """No options: every default."""

@@ -16,9 +16,9 @@ from .outcome import to_text
 if TYPE_CHECKING:
     import pandas as pd
 
-    from ..agents.agent import Agent
     from .approvals import ApprovalRecord, Interruption
     from .context import RunContext
+    from .protocols import AgentLike
     from .run_state import RunState
 
 
@@ -64,7 +64,7 @@ class RunResult:
     error: BaseException | None
     usage: Usage
     """Provider-reported tokens summed over every call at every depth (None: not reported)."""
-    last_agent: Agent | AgentSummary | None
+    last_agent: AgentLike | AgentSummary | None
     """The agent that answered (differs from the one started when control was handed off);
     an `AgentSummary` in a result that was pickled or deep-copied."""
     trace: Trace = field(repr=False)

@@ -10,9 +10,9 @@ from ...trace.history import HistoryTally
 from ...trace.spans import Span
 
 if TYPE_CHECKING:
-    from ..agents.agent import Agent
     from .context import TokenBudget
     from .events import Watchers
+    from .protocols import AgentLike
 
 
 @dataclass
@@ -23,11 +23,11 @@ class AgentRun:
     sub-agents running in parallel never see each other's position.
     """
 
-    agent: Agent
+    agent: AgentLike
     messages: list[Message]
     depth: int
     path: str
-    lineage: tuple[Agent, ...]
+    lineage: tuple[AgentLike, ...]
     """The agents from the root to this one (this one included): the recursion guard reads it."""
     span: Span
     budgets: tuple[TokenBudget, ...] = ()

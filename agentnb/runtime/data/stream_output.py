@@ -14,13 +14,15 @@ required fields are there; each new valid value is sent as a `PartialOutput` eve
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_core import from_json
 
 from ...models.types import RESPONSE_FIELD
-from ..agents.output import OutputSpec
+
+if TYPE_CHECKING:
+    from .protocols import OutputSpecLike
 
 _WRAPPER = re.compile(r'\s*\{\s*"' + RESPONSE_FIELD + r'"\s*:\s*')
 _NOTHING = object()
@@ -31,7 +33,7 @@ class OutputStream:
 
     __slots__ = ("_emitted", "_last", "_text", "spec")
 
-    def __init__(self, spec: OutputSpec | None) -> None:
+    def __init__(self, spec: OutputSpecLike | None) -> None:
         self.spec = spec
         self._text = ""
         self._emitted = 0
@@ -105,7 +107,7 @@ def _could_open_wrapper(text: str) -> bool:
     return opening.startswith(stripped) or stripped.startswith(opening)
 
 
-def unwrapped_text(spec: OutputSpec | None, text: str) -> str:
+def unwrapped_text(spec: OutputSpecLike | None, text: str) -> str:
     """A whole message's text without the wrapper (for `MessageOutput`)."""
     stream = OutputStream(spec)
     return stream.feed(text) + stream.finish()

@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING
 from ...models.types import Message
 
 if TYPE_CHECKING:
-    from ..agents.agent import Agent
+    from .protocols import AgentLike
 
 
 @dataclass
 class Transfer:
     """Returned by a handoff tool or a route: the run goes on with ``target`` on ``messages``."""
 
-    target: Agent
+    target: AgentLike
     messages: list[Message]
     note: str = ""
     """The tool result the source agent's history records for the transfer call."""

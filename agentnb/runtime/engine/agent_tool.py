@@ -13,7 +13,7 @@ import asyncio
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypedDict, Union, Unpack
 
 from pydantic import BaseModel, Field
@@ -35,6 +35,7 @@ from ..data.context import RunContext, TokenBudget
 from ..data.deadline import DeadlinePassed, within
 from ..data.outcome import ToolOutcome, ToolStatus, model_text
 from ..data.result import RunResult
+from ..data.signatures import lists_keywords
 from ..data.state import AgentRun, discard
 from ..guards.approval import ask_approval, check_needs_approval
 from ..guards.tool_guardrails import check_tool_guardrails
@@ -453,3 +454,17 @@ async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -
     tool's timeout, like the rest)."""
     await answer_pending(state, ctx)
     return await agent_loop(state, ctx, max_turns)
+
+
+def _list_as_tool_keywords() -> None:
+    """`Agent.as_tool` and `AgentTool.build` take ``**options: Unpack[AsToolOptions]``; their
+    signatures list them, with `AgentTool`'s defaults (the engine sets this on the concept it
+    builds on, as it loads)."""
+    from ..agents.agent import Agent
+
+    defaults = {f.name: f.default for f in fields(AgentTool) if f.default is not MISSING}
+    lists_keywords(Agent.as_tool, AsToolOptions, defaults)
+    lists_keywords(AgentTool.build, AsToolOptions, defaults)
+
+
+_list_as_tool_keywords()

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
 from ...errors import AgentnbError, UserError
+from ..data.options import shows_run_keywords
 from .thread_loop import is_thread_loop, run_here
 
 if TYPE_CHECKING:
@@ -93,6 +94,7 @@ def run_sync(
 def run_sync(target: Awaitable[T], /) -> T: ...
 
 
+@shows_run_keywords
 def run_sync(target: Any, input: Any = None, /, **kwargs: Any) -> Any:
     """Run an agent (``run_sync(agent, input, **run_options)``) or any agentnb awaitable
     (``run_sync(agentnb.parallel(...))``) to completion from synchronous code.

@@ -7,9 +7,9 @@ its error and ``result.interruptions`` listing the calls waiting (call id, tool,
 on: the conversation, the calls waiting, the usage and the calls table so far, the documents,
 and where each `ScriptedModel` of the agents stands in its script (so an offline example
 resumes in a new process), sealed with digests and, given a key, signed
-(`agentnb.runtime.loop.run_state`). ``await agentnb.resume(agent, state, approvals, key=None,
+(`agentnb.runtime.data.run_state`). ``await agentnb.resume(agent, state, approvals, key=None,
 **run_options)`` (or ``run_sync(agentnb.resume(...))``) takes the same agent definition,
-checks the whole state (`agentnb.runtime.loop.state_checks`), runs exactly the calls approved,
+checks the whole state (`agentnb.runtime.data.state_checks`), runs exactly the calls approved,
 tells the model about the refused ones, and continues the same run: same run id, usage,
 calls, turns and limits carried on. A state that was changed or damaged is a `UserError`
 before anything runs.
@@ -39,6 +39,7 @@ from ..data.approvals import Paused as Paused
 from ..data.approvals import canonical_arguments as canonical_arguments
 from ..data.approvals import pause_run as pause_run
 from ..data.approvals import paused_call as paused_call
+from ..data.options import shows_run_keywords
 from ..data.run_state import STATE_VERSION, RunState, message_state, seal, verify
 from ..data.state_checks import check_calls, check_shape, row_values, unanswered
 
@@ -55,6 +56,8 @@ if TYPE_CHECKING:
 
 def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
     """``result.to_state()``: a sealed, JSON-able state to resume a paused run from."""
+    from .runner import running
+
     ctx = result.context
     if ctx is None or not isinstance(result.error, RunPaused) or ctx.root is None:
         raise UserError(
@@ -97,7 +100,7 @@ def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
             "model_calls": ctx.model_calls,
             "calls": [_row(row.as_dict()) for row in ctx.trace.call_rows],
             "approvals": [_jsonable(asdict(r)) for r in ctx.approvals],
-            "scripts": _positions(state.agent, ctx),
+            "scripts": _positions(running(state), ctx),
         },
         key,
     )
@@ -167,6 +170,7 @@ def _positions(current: Agent, ctx: RunContext) -> dict[str, int]:
 # -- resuming
 
 
+@shows_run_keywords
 async def resume(
     agent: Agent,
     state: dict[str, Any],

@@ -62,7 +62,7 @@ from ..data.events import (
 )
 from ..data.hooks import reads_rows
 from ..data.options import DEFAULT as DEFAULT_OPTIONS
-from ..data.options import RunKeywords, RunOptions
+from ..data.options import RunKeywords, RunOptions, shows_run_keywords
 from ..data.outcome import (
     RUN_AGAIN,
     NextStepFinalOutput,
@@ -84,6 +84,7 @@ from ..tools.function import BaseTool, read_arguments
 from ..tools.mcp import server_tools
 
 
+@shows_run_keywords
 async def run(
     agent: Agent,
     input: str | list[Message],
@@ -355,6 +356,15 @@ REASK_PREFIX = "Your answer could not be read as"
 """How a re-ask for a structured answer starts (the message is marked ``generated``)."""
 
 
+def running(state: AgentRun) -> Agent:
+    """The agent ``state`` runs, as the engine knows it: the data floor holds it by what it
+    reads of it (`agentnb.runtime.data.protocols.AgentLike`)."""
+    agent = state.agent
+    if not isinstance(agent, Agent):
+        raise TypeError(f"an AgentRun runs an Agent, not {type(agent).__name__}")
+    return agent
+
+
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
     """Run ``state.agent`` until it answers; follow handoffs. Returns the final output."""
     while True:
@@ -391,14 +401,14 @@ async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
             source=source.name,
             routing=transfer.routing,
         )
-        max_turns = transfer.target.max_turns
+        max_turns = running(state).max_turns
 
 
 async def _turns(
     state: AgentRun, ctx: RunContext, max_turns: int
 ) -> NextStepFinalOutput | NextStepHandoff:
     """The agent's turns until it answers or hands off."""
-    agent = state.agent
+    agent = running(state)
     model = model_client(agent, ctx.default_model)
     tools = await enabled_tools(agent.tool_map(), ctx, agent)
     specs = [t.spec_for(ctx) for t in tools.values()]
@@ -514,8 +524,8 @@ async def _finish_agent(
     output: Any, state: AgentRun, ctx: RunContext, turn: int
 ) -> NextStepFinalOutput:
     """The agent's output, once its output guardrails pass; the root's agent span ends here."""
-    if state.agent.output_guardrails:
-        await run_guardrails(state.agent.guardrails("output"), output, state, ctx, "output")
+    if running(state).output_guardrails:
+        await run_guardrails(running(state).guardrails("output"), output, state, ctx, "output")
     if state.depth == 0:  # a sub-agent's span is ended by its AgentTool
         ctx.trace.end(state.span, "ok", turns=turn)
     return NextStepFinalOutput(output)
@@ -530,7 +540,7 @@ async def _output_from_tools(
 ) -> NextStepFinalOutput | None:
     """The agent's output from its tools' results under its ``tool_use_behavior``, or None
     when the model is to be asked again. Text is read as the ``output_type`` when there is one."""
-    behavior = state.agent.tool_use_behavior
+    behavior = running(state).tool_use_behavior
     if callable(behavior):  # fn(ctx, results), openai-agents' form
         results = [
             FunctionToolResult(
@@ -591,7 +601,7 @@ def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: R
     succeeded."""
     if _call_status(call, ctx) not in ("error", "timeout"):
         return
-    behavior = state.agent.tool_use_behavior
+    behavior = running(state).tool_use_behavior
     raise ToolFailed(
         f"{state.agent.name}: the tool {call.name!r}, whose result was to be the answer "
         f"(tool_use_behavior={behavior!r}), failed: {text}. Fix the tool, or use "
@@ -727,10 +737,11 @@ def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
 
 async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, turn: int) -> None:
     """Run ``calls`` of ``state.agent`` outside its turns (the calls a resumed run goes on with)."""
-    tools = await enabled_tools(state.agent.tool_map(), ctx, state.agent)
-    if state.agent.mcp_servers:
-        model = model_client(state.agent, ctx.default_model)
-        tools = await server_tools(state.agent.mcp_servers, tools, ctx, state.span, model)
+    agent = running(state)
+    tools = await enabled_tools(agent.tool_map(), ctx, agent)
+    if agent.mcp_servers:
+        model = model_client(agent, ctx.default_model)
+        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span, model)
     await _run_tools(calls, tools, state, ctx, turn)
 
 

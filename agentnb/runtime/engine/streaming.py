@@ -35,7 +35,7 @@ from ..data.events import (
     run_ended,
     watch_spans,
 )
-from ..data.options import RunKeywords, RunOptions
+from ..data.options import RunKeywords, RunOptions, shows_run_keywords
 from ..data.result import RunResult
 from .blocking import background_loop, blocking, in_background_loop, running_loop, take
 from .runner import build_result, execute, start_context
@@ -56,6 +56,7 @@ def run_streamed(
 ) -> RunStream[T]: ...
 
 
+@shows_run_keywords
 def run_streamed(target: Any, /, *args: Any, **kwargs: Any) -> RunStream[Any]:
     """Start streaming a run, or a pattern: returns a `RunStream` at once.
 
@@ -279,6 +280,7 @@ def stream_sync(
 ) -> Iterator[Event]: ...
 
 
+@shows_run_keywords
 def stream_sync(target: Any, /, *args: Any, **kwargs: Any) -> Iterator[Event]:
     """``for event in stream_sync(agent, input, ...)``: a streamed run from synchronous code
     (``stream_sync(agentnb.parallel, agents, input, ...)`` for a pattern, as in `run_streamed`).

@@ -81,7 +81,7 @@ def run_here(awaitable: Awaitable[T], on_interrupt: Callable[[], None] | None = 
     task = loop.create_task(main())
     interrupts = 0
 
-    def interrupt(signum: int, frame: Any) -> None:
+    def interrupt() -> None:
         nonlocal interrupts
         interrupts += 1
         if interrupts > 1 or task.done():
@@ -90,9 +90,8 @@ def run_here(awaitable: Awaitable[T], on_interrupt: Callable[[], None] | None = 
             task.cancel()
         else:
             on_interrupt()
-        loop.call_soon_threadsafe(lambda: None)  # wake a select() with a long timeout
 
-    handler = _install(interrupt)
+    handler = _install(loop, interrupt)
     try:
         while not task.done():
             try:
@@ -105,13 +104,13 @@ def run_here(awaitable: Awaitable[T], on_interrupt: Callable[[], None] | None = 
                 if not task.done():
                     raise
     except KeyboardInterrupt:
-        _restore(handler)  # a third interrupt is not caught
+        _restore(loop, handler)  # a third interrupt is not caught
         if not task.done():  # a second interrupt: cancel, and wait for the cancellation
             task.cancel()
             _drain(loop, task)
         raise
     finally:
-        _restore(handler)
+        _restore(loop, handler)
     if task.cancelled():
         if interrupts:
             raise KeyboardInterrupt()
@@ -130,17 +129,33 @@ def _drain(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
             continue
 
 
-def _restore(handler: Any) -> None:
-    if handler is not None and signal.getsignal(signal.SIGINT) is handler:
+def _restore(loop: asyncio.AbstractEventLoop, installed: bool) -> None:
+    if not installed:
+        return
+    try:
+        if loop.remove_signal_handler(signal.SIGINT):  # the default handler is back
+            return
+    except NotImplementedError:
+        pass
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _install(interrupt: Callable[[int, Any], None]) -> Any:
+def _install(loop: asyncio.AbstractEventLoop, interrupt: Callable[[], None]) -> bool:
     """Take over Ctrl-C while the loop runs (main thread, default handler only: a handler of
-    the user's is left alone)."""
+    the user's is left alone).
+
+    Through the loop's own signal handling where it has one: the signal then also writes to
+    the loop's wakeup pipe (`signal.set_wakeup_fd`), so a Ctrl-C that lands just as the loop
+    blocks in ``select()`` wakes it at once. A plain `signal.signal` handler runs only when
+    the blocked call returns: at the loop's next timer, a minute later for a model that
+    hangs. Where the loop has none (Windows), the plain handler is what there is."""
     if threading.current_thread() is not threading.main_thread():
-        return None
+        return False
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        return None
-    signal.signal(signal.SIGINT, interrupt)
-    return interrupt
+        return False
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+    except NotImplementedError:
+        signal.signal(signal.SIGINT, lambda signum, frame: interrupt())
+    return True

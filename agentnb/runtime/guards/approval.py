@@ -33,7 +33,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from ... import checks
 from ...errors import NoApprover, UserError
@@ -45,8 +45,10 @@ from ..tools.context import ToolCallContext
 from ..tools.function import APPROVAL_FORMS, BaseTool
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..data.protocols import AgentLike
     from ..data.state import AgentRun
-    from ..engine.agent_tool import AgentTool
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,25 @@ _INSTANT: frozenset[Any] = frozenset({approve_all, reject_all})
 """Approvers known not to block: called on the loop, without a worker thread."""
 
 
-async def ask_approval(tool: AgentTool, parsed: Any, text: str, tcx: ToolCallContext) -> str | None:
+class SubAgentCall(Protocol):
+    """What approval reads of an agent called as a tool (`AgentTool`, in the engine a floor up)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def agent(self) -> AgentLike: ...
+
+    @property
+    def input_schema(self) -> type[BaseModel] | None: ...
+
+    @property
+    def needs_approval(self) -> Any: ...
+
+
+async def ask_approval(
+    tool: SubAgentCall, parsed: Any, text: str, tcx: ToolCallContext
+) -> str | None:
     """Ask for approval of a call to the sub-agent ``tool`` if it needs one (see `decide`)."""
     ctx, caller = tcx.run, tcx.caller
     handles = list(getattr(parsed, "artifacts", None) or []) if tool.input_schema is None else []

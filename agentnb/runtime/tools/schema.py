@@ -12,6 +12,7 @@ from typing import Annotated, Any, get_args, get_origin, get_type_hints
 from pydantic import BaseModel, ConfigDict, create_model
 
 from ...errors import UserError
+from ..data.context import RunContext
 from .context import ToolCallContext
 
 
@@ -33,11 +34,8 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 
 def _is_run_context(annotation: Any) -> bool:
-    """Whether ``annotation`` is agentnb's `RunContext` (told by name: the run loop's module
-    imports the tools, not the other way round)."""
-    return getattr(annotation, "__name__", None) == "RunContext" and str(
-        getattr(annotation, "__module__", "")
-    ).startswith("agentnb.")
+    """Whether ``annotation`` is agentnb's `RunContext` (a floor below the tools)."""
+    return annotation is RunContext
 
 
 def arguments_model(

@@ -46,9 +46,15 @@ async def test_each_run_is_stored_with_its_calls_and_read_back_as_frames(tmp_pat
 
     store = tmp_path / "x.db"
     exp = await a.experiment(
-        "review", fn, {"shape": ["flat", "tree"]}, trials=2, dataset=["A", "B"],
-        score=score, store=store, progress=False,
-    )  # fmt: skip
+        "review",
+        fn,
+        {"shape": ["flat", "tree"]},
+        trials=2,
+        dataset=["A", "B"],
+        score=score,
+        store=store,
+        progress=False,
+    )
 
     assert sorted(seen) == sorted((s, t, i) for s in ("flat", "tree") for t in (0, 1) for i in "AB")
     runs = exp.runs
@@ -160,9 +166,14 @@ async def test_a_score_that_raises_marks_that_score_and_the_experiment_goes_on(t
         return len(run.output)
 
     exp = await a.experiment(
-        "s", contract, {"shape": "flat"}, trials=3, score=score, store=tmp_path / "x.db",
+        "s",
+        contract,
+        {"shape": "flat"},
+        trials=3,
+        score=score,
+        store=tmp_path / "x.db",
         progress=False,
-    )  # fmt: skip
+    )
     runs = exp.runs
     assert runs["ok"].all()
     assert runs["score"].iloc[0] == len("lead flat 0: the contract")
@@ -180,9 +191,14 @@ async def test_a_judge_agents_calls_are_counted_apart_from_the_system_under_test
         return verdict.output == "PASS"
 
     exp = await a.experiment(
-        "j", contract, {"shape": "tree"}, trials=2, score=score, store=tmp_path / "x.db",
+        "j",
+        contract,
+        {"shape": "tree"},
+        trials=2,
+        score=score,
+        store=tmp_path / "x.db",
         progress=False,
-    )  # fmt: skip
+    )
     runs = exp.runs
     assert list(runs["calls"]) == [3, 3]  # the system under test only
     assert list(runs["judge_calls"]) == [1, 1]
@@ -250,9 +266,12 @@ def test_a_process_killed_mid_experiment_loses_at_most_its_runs_in_flight(tmp_pa
     assert whole == stored
 
     rerun = subprocess.run(
-        [sys.executable, str(script), str(store)], capture_output=True, text=True, env=env,
+        [sys.executable, str(script), str(store)],
+        capture_output=True,
+        text=True,
+        env=env,
         check=True,
-    )  # fmt: skip
+    )
     lines = rerun.stdout.splitlines()
     assert lines[-1] == "done 80"
     assert sum(line.startswith("run") for line in lines) == 80 - stored  # nothing run twice
@@ -282,9 +301,14 @@ async def test_bad_arguments_are_user_errors_before_anything_runs(tmp_path):
 async def test_on_a_thread_pool_workers_send_rows_back_and_the_driver_writes(tmp_path):
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         exp = await a.experiment(
-            "t", contract, {"shape": ["flat", "tree"]}, trials=3, store=tmp_path / "x.db",
-            executor=pool, progress=False,
-        )  # fmt: skip
+            "t",
+            contract,
+            {"shape": ["flat", "tree"]},
+            trials=3,
+            store=tmp_path / "x.db",
+            executor=pool,
+            progress=False,
+        )
     assert len(exp.runs) == 6 and exp.runs["ok"].all()
     assert len(exp.calls) == 12
 
@@ -298,13 +322,22 @@ async def test_a_dask_cluster_runs_the_experiment_without_a_shared_disk(tmp_path
         distributed.Client(cluster) as client,
     ):
         exp = await a.experiment(
-            "d", contract, {"shape": ["flat", "tree"]}, trials=2, store=tmp_path / "x.db",
-            executor=client.get_executor(), progress=False,
-        )  # fmt: skip
+            "d",
+            contract,
+            {"shape": ["flat", "tree"]},
+            trials=2,
+            store=tmp_path / "x.db",
+            executor=client.get_executor(),
+            progress=False,
+        )
     local = await a.experiment(
-        "l", contract, {"shape": ["flat", "tree"]}, trials=2, store=tmp_path / "y.db",
+        "l",
+        contract,
+        {"shape": ["flat", "tree"]},
+        trials=2,
+        store=tmp_path / "y.db",
         progress=False,
-    )  # fmt: skip
+    )
     columns = ["shape", "trial", "calls", "chars_in", "chars_out"]
     assert exp.runs[columns].equals(local.runs[columns])
 

@@ -167,9 +167,16 @@ async def test_a_dask_worker_gets_the_trials_answers_and_sends_new_ones_back(tmp
     ):
         for resume in (None, "new"):
             exp = await a.experiment(
-                "d", fn, {"k": [1, 2]}, trials=2, store=store, cache=True, resume=resume,
-                executor=client.get_executor(), progress=False,
-            )  # fmt: skip
+                "d",
+                fn,
+                {"k": [1, 2]},
+                trials=2,
+                store=store,
+                cache=True,
+                resume=resume,
+                executor=client.get_executor(),
+                progress=False,
+            )
             found.append(exp.calls)
     # the first version's jobs were all sent before any answer came back: none could share
     assert not found[0]["cached"].any()

@@ -19,8 +19,7 @@ KEY = "sk-ant-test-0123456789abcdef"
 
 
 def claude(server: FakeAnthropicServer, **options: object) -> a.AnthropicModel:
-    return a.AnthropicModel("claude-test", base_url=server.url, api_key=KEY,
-                            backoff=0.0, **options)  # type: ignore[arg-type]  # fmt: skip
+    return a.AnthropicModel("claude-test", base_url=server.url, api_key=KEY, backoff=0.0, **options)  # type: ignore[arg-type]
 
 
 @a.tool
@@ -31,10 +30,15 @@ def weather(city: str) -> str:
 
 def test_parallel_tool_calls_round_trip_with_results_grouped_in_one_user_message():
     script = [
-        message(text("Checking both."), tool_use("toolu_1", "weather", city="Paris"),
-                tool_use("toolu_2", "weather", city="Oslo"), input_tokens=30, output_tokens=9),
+        message(
+            text("Checking both."),
+            tool_use("toolu_1", "weather", city="Paris"),
+            tool_use("toolu_2", "weather", city="Oslo"),
+            input_tokens=30,
+            output_tokens=9,
+        ),
         message(text("Paris: rain. Oslo: snow."), input_tokens=60, output_tokens=8),
-    ]  # fmt: skip
+    ]
     with FakeAnthropicServer(script) as server:
         agent = a.Agent("forecaster", "You report the weather.", claude(server), [weather])
         result = a.run_sync(agent, "Weather in Paris and Oslo?")
@@ -45,10 +49,13 @@ def test_parallel_tool_calls_round_trip_with_results_grouped_in_one_user_message
     assert first["system"] == "You report the weather."  # top-level, not a message
     assert first["model"] == "claude-test" and first["max_tokens"] == 1024
     assert first["messages"] == [{"role": "user", "content": "Weather in Paris and Oslo?"}]
-    assert first["tools"] == [{
-        "name": "weather", "description": "Today's weather in a city.",
-        "input_schema": weather.parameters,
-    }]  # fmt: skip
+    assert first["tools"] == [
+        {
+            "name": "weather",
+            "description": "Today's weather in a city.",
+            "input_schema": weather.parameters,
+        }
+    ]
     assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
     assert second["messages"][1]["content"] == [
         {"type": "text", "text": "Checking both."},
@@ -77,12 +84,17 @@ def test_the_same_agents_run_unchanged_on_scripted_and_anthropic_models():
     clause = "The supplier may end the contract at any time."
     scripted = a.run_sync(
         team(
-            a.ScriptedModel([a.tool_call("legal", input="Review", artifacts=["clause"]),
-                             a.say("Not acceptable.")]),
+            a.ScriptedModel(
+                [
+                    a.tool_call("legal", input="Review", artifacts=["clause"]),
+                    a.say("Not acceptable."),
+                ]
+            ),
             a.ScriptedModel([a.say("One-sided termination.")]),
         ),
-        "Check the clause.", artifacts={"clause": clause},
-    )  # fmt: skip
+        "Check the clause.",
+        artifacts={"clause": clause},
+    )
     script = [
         message(tool_use("call_1_0", "legal", input="Review", artifacts=["clause"])),
         message(text("One-sided termination.")),
@@ -93,8 +105,17 @@ def test_the_same_agents_run_unchanged_on_scripted_and_anthropic_models():
         remote = a.run_sync(team(model, model), "Check the clause.", artifacts={"clause": clause})
 
     assert remote.ok and remote.output == scripted.output == "Not acceptable."
-    columns = ["agent", "path", "depth", "turn", "tool_calls", "stop_reason", "chars_in",
-               "chars_in_system", "chars_in_tool_results"]  # fmt: skip
+    columns = [
+        "agent",
+        "path",
+        "depth",
+        "turn",
+        "tool_calls",
+        "stop_reason",
+        "chars_in",
+        "chars_in_system",
+        "chars_in_tool_results",
+    ]
     assert remote.calls[columns].to_dict("records") == scripted.calls[columns].to_dict("records")
     legal_body = server.bodies[1]
     assert legal_body["system"] == "## Role\nYou review clauses."
@@ -138,8 +159,7 @@ def test_structured_output_with_other_tools_lets_the_model_use_them_first():
 def test_native_structured_output_sends_the_schema_in_output_config():
     script = [message(text('{"acceptable": true, "reason": "fair"}'))]
     with FakeAnthropicServer(script) as server:
-        agent = a.Agent("judge", "Judge.", claude(server, structured="native"),
-                        output_type=Verdict)  # fmt: skip
+        agent = a.Agent("judge", "Judge.", claude(server, structured="native"), output_type=Verdict)
         result = a.run_sync(agent, "Fair?")
 
     assert result.output == Verdict(acceptable=True, reason="fair")
@@ -157,8 +177,10 @@ def test_stop_reasons_are_mapped():
 
 
 def test_overloaded_is_retried_and_the_retry_is_traced():
-    script = [error(529, "overloaded_error", "Overloaded", {"retry-after": "0"}),
-              message(text("fine"))]  # fmt: skip
+    script = [
+        error(529, "overloaded_error", "Overloaded", {"retry-after": "0"}),
+        message(text("fine")),
+    ]
     with FakeAnthropicServer(script) as server:
         result = a.run_sync(a.Agent("a", "x", claude(server)), "go")
 
@@ -205,10 +227,14 @@ async def test_an_async_run_uses_a_client_of_its_own_event_loop():
 
 def test_consecutive_user_turns_are_merged_with_tool_results_first():
     call = a.ToolCall("weather", '{"city":"Oslo"}', "toolu_1")
-    wire = messages_to_wire([
-        a.Message.user("hi"), a.Message.assistant(None, (call,)),
-        a.Message.tool(call, "snow"), a.Message.user("Answer as JSON."),
-    ])  # fmt: skip
+    wire = messages_to_wire(
+        [
+            a.Message.user("hi"),
+            a.Message.assistant(None, (call,)),
+            a.Message.tool(call, "snow"),
+            a.Message.user("Answer as JSON."),
+        ]
+    )
 
     assert [turn["role"] for turn in wire] == ["user", "assistant", "user"]
     assert wire[2]["content"] == [

@@ -66,9 +66,14 @@ def test_a_tool_loop_goes_over_the_wire_in_chat_completions_shape(server):
     assert second["messages"][2] == {
         "role": "assistant",
         "content": "",  # not null: strict local servers (llama-cpp-python) refuse a null
-        "tool_calls": [{"id": "call_0", "type": "function",
-                        "function": {"name": "add", "arguments": '{"x": 2, "y": 3}'}}],
-    }  # fmt: skip
+        "tool_calls": [
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "add", "arguments": '{"x": 2, "y": 3}'},
+            }
+        ],
+    }
     assert second["messages"][3] == {"role": "tool", "tool_call_id": "call_0", "content": "5"}
     assert server.headers[0]["authorization"] == f"Bearer {KEY}"
     assert server.headers[0]["x-stainless-retry-count"] == "0"  # agentnb retries, not openai
@@ -78,10 +83,12 @@ def test_a_tool_loop_goes_over_the_wire_in_chat_completions_shape(server):
 
 def test_parallel_tool_calls_in_one_turn_all_run_and_answer_by_id(server):
     server.script = [
-        completion(tool_calls=[("add", {"x": 1, "y": 1}), ("add", {"x": 2, "y": 2})],
-                   call_ids=["call_a", "call_b"]),
+        completion(
+            tool_calls=[("add", {"x": 1, "y": 1}), ("add", {"x": 2, "y": 2})],
+            call_ids=["call_a", "call_b"],
+        ),
         completion("2 and 4"),
-    ]  # fmt: skip
+    ]
 
     result = a.run_sync(a.Agent("calc", "You add.", openai_model(server), [add]), "1+1, 2+2")
 
@@ -147,8 +154,9 @@ def test_a_server_that_rejects_json_schema_gets_json_mode_and_the_choice_is_reme
 
 def test_structured_json_schema_only_reports_the_rejection(server):
     server.script = [error(400, "json_schema is not supported")]
-    agent = a.Agent("judge", "Judge.", openai_model(server, structured="json_schema"),
-                    output_type=Verdict)  # fmt: skip
+    agent = a.Agent(
+        "judge", "Judge.", openai_model(server, structured="json_schema"), output_type=Verdict
+    )
 
     result = a.run_sync(agent, "one")
 
@@ -276,9 +284,15 @@ def test_the_key_never_appears_in_anything_agentnb_shows_or_writes(server, tmp_p
     assert server.headers[0]["authorization"] == f"Bearer {KEY}"  # it was used...
     shown = [repr(model), str(model), repr(vars(model)), repr(recorder), repr(agent)]
     for result in (good, bad):
-        shown += [repr(result), result._repr_html_(), *result.log_lines(), result.calls.to_csv(),
-                  result.trace.spans_frame().to_csv(), repr(result.spans),
-                  json.dumps(result.span_tree(), default=str)]  # fmt: skip
+        shown += [
+            repr(result),
+            result._repr_html_(),
+            *result.log_lines(),
+            result.calls.to_csv(),
+            result.trace.spans_frame().to_csv(),
+            repr(result.spans),
+            json.dumps(result.span_tree(), default=str),
+        ]
     shown += [str(bad.error), repr(bad.error), repr(bad.error.args), repr(bad.error.__dict__)]
     shown += [(tmp_path / "run.jsonl").read_text()]
     everything = "\n".join(shown)

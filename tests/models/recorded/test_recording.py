@@ -174,8 +174,12 @@ def test_a_real_client_run_replays_offline_with_usage_and_retries(tmp_path):
             ),
             completion("5", prompt_tokens=70, completion_tokens=1),
         ]
-        model = a.OpenAIModel("fake-model", base_url=server.url, api_key="sk-test-recording",
-                              backoff=Backoff(initial=0.001, jitter=0))  # fmt: skip
+        model = a.OpenAIModel(
+            "fake-model",
+            base_url=server.url,
+            api_key="sk-test-recording",
+            backoff=Backoff(initial=0.001, jitter=0),
+        )
         original = a.run_sync(a.Agent("calc", "You add.", a.record(model, path), [add]), "2+3?")
     # the server is gone: the replay cannot reach it
 

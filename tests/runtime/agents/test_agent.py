@@ -107,8 +107,14 @@ def test_an_agent_needs_a_name():
 
 def test_user_errors_are_value_errors_and_agentnb_errors():
     assert issubclass(a.UserError, ValueError) and issubclass(a.UserError, a.AgentnbError)
-    for run_error in (a.MaxTurnsExceeded, a.RunTimeout, a.BudgetExceeded, a.RunCancelled,
-                      a.ScriptExhausted, a.OutputValidationError):  # fmt: skip
+    for run_error in (
+        a.MaxTurnsExceeded,
+        a.RunTimeout,
+        a.BudgetExceeded,
+        a.RunCancelled,
+        a.ScriptExhausted,
+        a.OutputValidationError,
+    ):
         assert issubclass(run_error, a.AgentRunError)
         assert not issubclass(run_error, a.UserError)
 

@@ -46,8 +46,12 @@ def test_a_sub_agents_async_instructions_are_awaited_too():
 
     sub_model = a.ScriptedModel([a.say("fine")])
     sub = a.Agent("legal", prompt, sub_model)
-    boss = a.Agent("boss", "x", a.ScriptedModel([a.tool_call("legal", input="q"), a.say("ok")]),
-                   [sub.as_tool()])  # fmt: skip
+    boss = a.Agent(
+        "boss",
+        "x",
+        a.ScriptedModel([a.tool_call("legal", input="q"), a.say("ok")]),
+        [sub.as_tool()],
+    )
     assert a.run_sync(boss, "go").ok and sub_model.requests[0].system == "legal at work"
 
 

@@ -19,10 +19,14 @@ def hierarchy() -> tuple[a.Agent, a.ScriptedModel, a.ScriptedModel]:
     legal_model = a.ScriptedModel([a.say("fine"), a.say("fine again")])
     legal = a.Agent(
         "legal",
-        [a.PromptSection("Role", "You review contracts."), OUTPUT, RULES,
-         a.PromptSection("Debug", "never sent", condition=False)],
+        [
+            a.PromptSection("Role", "You review contracts."),
+            OUTPUT,
+            RULES,
+            a.PromptSection("Debug", "never sent", condition=False),
+        ],
         legal_model,
-    )  # fmt: skip
+    )
     boss_model = a.ScriptedModel(
         [
             a.tool_call("legal", input="check 1"),
@@ -101,8 +105,11 @@ def test_plain_string_instructions_are_one_row():
 
 def test_strings_mixed_with_sections_are_labelled_by_their_first_line():
     sizes = dict(section_sizes(["You are terse.\nVery.", a.PromptSection("", "no heading")]))
-    assert sizes == {"You are terse.": len("You are terse.\\nVery."), "no heading": 10,
-                     "(separators)": 4}  # fmt: skip
+    assert sizes == {
+        "You are terse.": len("You are terse.\\nVery."),
+        "no heading": 10,
+        "(separators)": 4,
+    }
 
 
 def test_a_wrong_item_in_instructions_is_a_user_error():

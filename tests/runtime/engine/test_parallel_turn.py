@@ -36,10 +36,13 @@ async def test_results_come_back_in_the_order_of_the_calls():
     first = a.Agent("first", "x", a.FunctionModel(late))
     second = a.Agent("second", "x", a.ScriptedModel(["second, at once"]))
     boss = a.Agent(
-        "boss", "x",
-        a.ScriptedModel([[a.tool_call("first", input="?"), a.tool_call("second", input="?")], "ok"]),
+        "boss",
+        "x",
+        a.ScriptedModel(
+            [[a.tool_call("first", input="?"), a.tool_call("second", input="?")], "ok"]
+        ),
         [first, second],
-    )  # fmt: skip
+    )
 
     result = await a.run(boss, "go")
 
@@ -55,10 +58,11 @@ async def test_a_run_ending_error_in_one_call_cancels_its_siblings():
     started = asyncio.Event()
     slow = _slow("slow", started)
     boss = a.Agent(
-        "boss", "x",
+        "boss",
+        "x",
         a.ScriptedModel([[a.tool_call("broken", input="?"), a.tool_call("slow", input="?")], "x"]),
         [a.Agent("broken", "x", a.FunctionModel(broken)), slow],
-    )  # fmt: skip
+    )
 
     result = await asyncio.wait_for(a.run(boss, "go"), 5)
 
@@ -80,10 +84,11 @@ async def test_a_run_ending_error_in_a_later_call_ends_the_run_with_that_error()
     started = asyncio.Event()
     slow = _slow("slow", started)
     boss = a.Agent(
-        "boss", "x",
+        "boss",
+        "x",
         a.ScriptedModel([[a.tool_call("slow", input="?"), a.tool_call("broken", input="?")], "x"]),
         [slow, a.Agent("broken", "x", a.FunctionModel(broken))],
-    )  # fmt: skip
+    )
 
     result = await asyncio.wait_for(a.run(boss, "go"), 5)
 
@@ -95,10 +100,11 @@ async def test_a_run_ending_error_in_a_later_call_ends_the_run_with_that_error()
 async def test_an_interrupt_reaches_every_call_of_the_turn():
     started = [asyncio.Event(), asyncio.Event()]
     boss = a.Agent(
-        "boss", "x",
+        "boss",
+        "x",
         a.ScriptedModel([[a.tool_call("one", input="?"), a.tool_call("two", input="?")], "x"]),
         [_slow("one", started[0]), _slow("two", started[1])],
-    )  # fmt: skip
+    )
     task = asyncio.ensure_future(a.run(boss, "go"))
     await asyncio.wait_for(asyncio.gather(*(e.wait() for e in started)), 5)
 
@@ -118,10 +124,13 @@ async def test_a_call_cancelled_before_it_starts_does_not_leave_the_turn_waiting
 
     second = a.Agent("second", "x", a.ScriptedModel(["never asked"]))
     boss = a.Agent(
-        "boss", "x",
-        a.ScriptedModel([[a.tool_call("cancel_my_siblings"), a.tool_call("second", input="?")], "x"]),
+        "boss",
+        "x",
+        a.ScriptedModel(
+            [[a.tool_call("cancel_my_siblings"), a.tool_call("second", input="?")], "x"]
+        ),
         [cancel_my_siblings, second],
-    )  # fmt: skip
+    )
 
     # The run ends (today with the cancelled call's CancelledError): it does not wait forever.
     with pytest.raises(asyncio.CancelledError):

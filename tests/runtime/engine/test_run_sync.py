@@ -271,6 +271,9 @@ def _main_thread_waits() -> bool:
     )
 
 
+# Bounded: the model (or the work) sleeps 60 s, so a Ctrl-C that waited for the loop's next
+# timer (the race set_wakeup_fd closes) fails here instead of passing a minute later.
+@pytest.mark.timeout(30)
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
 def test_ctrl_c_during_run_sync_returns_the_partial_result():
     if threading.current_thread() is not threading.main_thread():
@@ -295,6 +298,9 @@ def test_ctrl_c_during_run_sync_returns_the_partial_result():
     assert len(model.requests) == 2
 
 
+# Bounded: the model (or the work) sleeps 60 s, so a Ctrl-C that waited for the loop's next
+# timer (the race set_wakeup_fd closes) fails here instead of passing a minute later.
+@pytest.mark.timeout(30)
 @pytest.mark.skipif(not hasattr(signal, "pthread_kill"), reason="needs POSIX signals")
 def test_ctrl_c_during_run_sync_of_an_awaitable_cancels_it_and_re_raises():
     if threading.current_thread() is not threading.main_thread():

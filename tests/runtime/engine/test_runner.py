@@ -254,9 +254,13 @@ async def test_spans_form_a_tree_run_agent_then_calls():
 
     kinds = [(s.kind, s.name) for s in result.spans]
     assert kinds == [
-        ("run", "w"), ("agent", "w"), ("model_call", "scripted"),
-        ("tool_call", "fetch"), ("tool_call", "fetch"), ("model_call", "scripted"),
-    ]  # fmt: skip
+        ("run", "w"),
+        ("agent", "w"),
+        ("model_call", "scripted"),
+        ("tool_call", "fetch"),
+        ("tool_call", "fetch"),
+        ("model_call", "scripted"),
+    ]
     run_span, agent_span, *rest = result.spans
     assert run_span.parent_id is None and agent_span.parent_id == run_span.span_id
     assert all(s.parent_id == agent_span.span_id for s in rest)

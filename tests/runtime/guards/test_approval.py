@@ -84,10 +84,12 @@ def test_a_callable_decides_per_call_which_calls_need_approval():
         return Approval(False, "not without a lawyer")
 
     script = [
-        [a.tool_call("legal", input="summarise"),
-         a.tool_call("legal", input="sign it", artifacts=["clause"])],
+        [
+            a.tool_call("legal", input="summarise"),
+            a.tool_call("legal", input="sign it", artifacts=["clause"]),
+        ],
         a.say("done"),
-    ]  # fmt: skip
+    ]
     boss, boss_model, legal_model = legal_team(
         lambda pending: bool(pending.artifacts), boss_script=script
     )
@@ -211,6 +213,7 @@ def notebook(
 ) -> list[approval_widget.ApprovalPrompt]:
     """A fake notebook: widgets talk to dummy comms; prompts shown are collected."""
     monkeypatch.setattr(approval, "in_notebook", lambda: True)
+    monkeypatch.setattr(approval_widget, "in_notebook", lambda: True)
     shown: list[approval_widget.ApprovalPrompt] = []
     original = approval_widget.ApprovalPrompt
 
@@ -300,9 +303,12 @@ def kernel_stdin(notebook, monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize(
     ("answer", "tool_result"),
-    [("y", "risky #0"), ("ask finance first", "call to legal rejected: ask finance first"),
-     ("n", "call to legal rejected: no reason given")],
-)  # fmt: skip
+    [
+        ("y", "risky #0"),
+        ("ask finance first", "call to legal rejected: ask finance first"),
+        ("n", "call to legal rejected: no reason given"),
+    ],
+)
 def test_a_cell_blocked_in_run_sync_asks_on_the_stdin_channel(
     kernel_stdin, notebook, capsys, answer, tool_result
 ):

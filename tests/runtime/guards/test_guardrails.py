@@ -32,7 +32,10 @@ async def test_a_tripwire_cancels_the_first_model_call_in_flight():
 
     assert not result.ok and isinstance(result.error, a.GuardrailTripped)
     assert (result.error.guardrail, result.error.agent, result.error.stage) == (
-        "slow_no_secrets", "w", "input")  # fmt: skip
+        "slow_no_secrets",
+        "w",
+        "input",
+    )
     assert result.error.info == "mentions a secret"
     assert len(model.requests) == 1  # the call was in flight ...
     (call,) = spans(result, "model_call")
@@ -135,16 +138,24 @@ def test_a_raising_guardrail_ends_the_run_with_its_exception():
 
 
 def test_a_handoff_targets_input_guardrail_checks_what_it_receives():
-    target = a.Agent("target", "x", a.ScriptedModel([a.say("never")]),
-                     input_guardrails=[a.input_guardrail(no_secrets, blocking=True)])  # fmt: skip
+    target = a.Agent(
+        "target",
+        "x",
+        a.ScriptedModel([a.say("never")]),
+        input_guardrails=[a.input_guardrail(no_secrets, blocking=True)],
+    )
     source_model = a.ScriptedModel([a.tool_call("transfer_to_target")])
     result = a.run_sync(a.Agent("src", "x", source_model, handoffs=[target]), "the secret")
     assert isinstance(result.error, a.GuardrailTripped) and result.error.agent == "target"
 
 
 def test_a_guardrail_in_one_parallel_branch_leaves_the_others():
-    guarded = a.Agent("g", "x", a.ScriptedModel([a.say("no")]),
-                      input_guardrails=[a.input_guardrail(no_secrets, blocking=True)])  # fmt: skip
+    guarded = a.Agent(
+        "g",
+        "x",
+        a.ScriptedModel([a.say("no")]),
+        input_guardrails=[a.input_guardrail(no_secrets, blocking=True)],
+    )
     free = a.Agent("f", "x", a.ScriptedModel([a.say("yes")]))
     fan = a.run_sync(a.parallel({"g": guarded, "f": free}, "the secret"))
     assert fan.outputs == {"f": "yes"}
@@ -152,8 +163,10 @@ def test_a_guardrail_in_one_parallel_branch_leaves_the_others():
 
 
 def test_a_guardrail_returning_something_else_ends_the_run_clearly():
-    result = a.run_sync(a.Agent("w", "x", a.ScriptedModel([a.say("hi")]),
-                                input_guardrails=[lambda c, ag, v: True]), "q")  # fmt: skip
+    result = a.run_sync(
+        a.Agent("w", "x", a.ScriptedModel([a.say("hi")]), input_guardrails=[lambda c, ag, v: True]),
+        "q",
+    )
     assert isinstance(result.error, a.UserError) and "GuardrailResult" in str(result.error)
 
 

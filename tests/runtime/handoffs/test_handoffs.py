@@ -33,9 +33,15 @@ async def test_triage_is_asked_once_and_the_target_answers_the_user():
     refunds = specialist("Refunds", "Refund started for A-17.")
     billing = specialist("Billing", "unused")
     triage_model = a.ScriptedModel([a.tool_call("transfer_to_refunds")])
-    triage = a.Agent("Triage", "Route the request.", triage_model, handoffs=[
-        a.Handoff(refunds, description="Refunds and returns."), billing,
-    ])  # fmt: skip
+    triage = a.Agent(
+        "Triage",
+        "Route the request.",
+        triage_model,
+        handoffs=[
+            a.Handoff(refunds, description="Refunds and returns."),
+            billing,
+        ],
+    )
     result = await a.run(triage, REQUEST)
 
     assert result.ok and result.output == "Refund started for A-17."
@@ -59,24 +65,39 @@ async def forwarded(
 ) -> tuple[list[Message], a.RunResult]:
     """Run Triage (one lookup, then a transfer) on CONVERSATION; what Refunds first received."""
     refunds = specialist("Refunds", "Done.")
-    triage_model = a.ScriptedModel(script or [a.tool_call("lookup_order", order_id="A-17"),
-                                              a.tool_call("transfer_to_refunds")])  # fmt: skip
-    triage = a.Agent("Triage", "Route.", triage_model, tools=[lookup_order],
-                     handoffs=[a.Handoff(refunds, **handoff_options)])  # fmt: skip
+    triage_model = a.ScriptedModel(
+        script or [a.tool_call("lookup_order", order_id="A-17"), a.tool_call("transfer_to_refunds")]
+    )
+    triage = a.Agent(
+        "Triage",
+        "Route.",
+        triage_model,
+        tools=[lookup_order],
+        handoffs=[a.Handoff(refunds, **handoff_options)],
+    )
     result = await a.run(triage, list(CONVERSATION))
     assert result.ok and result.last_agent is refunds
     return refunds.model.requests[0].messages, result  # type: ignore[union-attr]
 
 
 def shape(messages: list[Message]) -> list[str]:
-    return [m.role + ("(" + ",".join(c.name for c in m.tool_calls) + ")" if m.tool_calls else "")
-            for m in messages]  # fmt: skip
+    return [
+        m.role + ("(" + ",".join(c.name for c in m.tool_calls) + ")" if m.tool_calls else "")
+        for m in messages
+    ]
 
 
 async def test_full_forwards_the_whole_conversation_with_the_transfer_settled():
     messages, result = await forwarded({})
-    assert shape(messages) == ["user", "assistant", "user", "assistant(lookup_order)", "tool",
-                               "assistant(transfer_to_refunds)", "tool"]  # fmt: skip
+    assert shape(messages) == [
+        "user",
+        "assistant",
+        "user",
+        "assistant(lookup_order)",
+        "tool",
+        "assistant(transfer_to_refunds)",
+        "tool",
+    ]
     assert messages[4].content == "A-17: paid 40 EUR, delivered"
     assert messages[-1].content == "Transferred to Refunds."
     event = next(json.loads(x) for x in result.log_lines() if '"handoff_context"' in x)
@@ -85,8 +106,13 @@ async def test_full_forwards_the_whole_conversation_with_the_transfer_settled():
 
 async def test_last_n_forwards_a_window_without_orphan_tool_results():
     messages, _ = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=5)})
-    assert shape(messages) == ["user", "assistant(lookup_order)", "tool",
-                               "assistant(transfer_to_refunds)", "tool"]  # fmt: skip
+    assert shape(messages) == [
+        "user",
+        "assistant(lookup_order)",
+        "tool",
+        "assistant(transfer_to_refunds)",
+        "tool",
+    ]
     messages, _ = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=3)})
     assert shape(messages) == [
         "user",
@@ -99,8 +125,12 @@ async def test_last_n_forwards_a_window_without_orphan_tool_results():
 async def test_last_n_puts_back_the_users_request_when_the_window_cuts_it():
     messages, result = await forwarded({"config": a.HandoffConfig(strategy="last_n", window=4)})
     assert messages[0] == Message.user(REQUEST)  # the window alone starts at the lookup
-    assert shape(messages)[1:] == ["assistant(lookup_order)", "tool",
-                                   "assistant(transfer_to_refunds)", "tool"]  # fmt: skip
+    assert shape(messages)[1:] == [
+        "assistant(lookup_order)",
+        "tool",
+        "assistant(transfer_to_refunds)",
+        "tool",
+    ]
     event = next(json.loads(x) for x in result.log_lines() if '"handoff_context"' in x)
     assert (event["available"], event["forwarded"]) == (7, 5)
     # only the newest request comes back, never the greeting before it
@@ -110,19 +140,22 @@ async def test_last_n_puts_back_the_users_request_when_the_window_cuts_it():
 def test_last_n_does_not_repeat_a_request_inside_the_window_nor_bring_back_a_reask():
     reask = Message("user", REASK_PREFIX + " the answer was not valid JSON.", generated=True)
     history = [*CONVERSATION, Message.assistant("not json"), reask, Message.assistant("{}")]
-    handoff = a.Handoff(specialist("Refunds", "unused"),
-                        config=a.HandoffConfig(strategy="last_n", window=2))  # fmt: skip
+    handoff = a.Handoff(
+        specialist("Refunds", "unused"), config=a.HandoffConfig(strategy="last_n", window=2)
+    )
     assert handoff.forward(history) == [Message.user(REQUEST), reask, Message.assistant("{}")]
-    handoff = a.Handoff(specialist("Refunds", "unused"),
-                        config=a.HandoffConfig(strategy="last_n", window=4))  # fmt: skip
+    handoff = a.Handoff(
+        specialist("Refunds", "unused"), config=a.HandoffConfig(strategy="last_n", window=4)
+    )
     assert handoff.forward(history) == history[-4:]  # the request is already in the window
 
 
 def test_the_users_message_is_known_by_its_mark_not_by_its_words():
     own = Message.user(REASK_PREFIX + " my parcel, it never came.")  # the user's own words
     history = [own, Message.assistant("looking"), Message.assistant("{}")]
-    handoff = a.Handoff(specialist("Refunds", "unused"),
-                        config=a.HandoffConfig(strategy="last_n", window=1))  # fmt: skip
+    handoff = a.Handoff(
+        specialist("Refunds", "unused"), config=a.HandoffConfig(strategy="last_n", window=1)
+    )
     assert handoff.forward(history) == [own, Message.assistant("{}")]
 
 
@@ -149,10 +182,12 @@ async def test_intent_only_forwards_the_users_message_and_the_typed_intent():
 
 async def test_an_intent_that_fails_its_schema_goes_back_to_the_source_model():
     refunds = specialist("Refunds", "unused")
-    triage_model = a.ScriptedModel([a.tool_call("transfer_to_refunds", order_id="A-17"),
-                                    "I could not transfer you."])  # fmt: skip
-    triage = a.Agent("Triage", "Route.", triage_model,
-                     handoffs=[a.Handoff(refunds, input_type=RefundRequest)])  # fmt: skip
+    triage_model = a.ScriptedModel(
+        [a.tool_call("transfer_to_refunds", order_id="A-17"), "I could not transfer you."]
+    )
+    triage = a.Agent(
+        "Triage", "Route.", triage_model, handoffs=[a.Handoff(refunds, input_type=RefundRequest)]
+    )
     result = await a.run(triage, REQUEST)
     assert result.last_agent is triage and result.output == "I could not transfer you."
     assert "reason: Field required" in triage_model.requests[1].tool_results[0]

@@ -133,7 +133,9 @@ def test_a_function_tool_needing_approval_asks_the_approver_and_lists_the_decisi
     ]
     assert RAN == [{"sql": "select 1"}]
     assert [(p.tool, p.caller, p.arguments) for p in asked] == [
-        ("query", "w", {"sql": "select 1"}), ("query", "w", {"sql": "drop t"})]  # fmt: skip
+        ("query", "w", {"sql": "select 1"}),
+        ("query", "w", {"sql": "drop t"}),
+    ]
     records = result.approvals
     assert [(r.tool, r.arguments, r.who, r.decision, r.reason) for r in records] == [
         ("query", {"sql": "select 1"}, "approver", "approved", "no destructive SQL"),
@@ -160,7 +162,9 @@ def test_needs_approval_as_a_function_of_ctx_and_arguments():
     )
     result = a.run_sync(agent, "go", approver=a.reject_all)
     assert model.requests[1].tool_results == [
-        "rows: 3", "call to query rejected: the run's approver rejects every call (reject_all)"]  # fmt: skip
+        "rows: 3",
+        "call to query rejected: the run's approver rejects every call (reject_all)",
+    ]
     assert [r.decision for r in result.approvals] == ["rejected"]
     assert [args for _, args in seen] == [{"sql": "select 1"}, {"sql": "drop t"}]
 
@@ -171,7 +175,8 @@ def test_as_tool_needs_approval_records_its_decisions_too():
     boss = a.Agent("boss", "x", boss_model, [sub.as_tool(needs_approval=lambda ctx, args: True)])
     result = a.run_sync(boss, "go", approver=a.approve_all)
     assert [(r.tool, r.arguments, r.who, r.decision) for r in result.approvals] == [
-        ("legal", {"input": "q", "artifacts": []}, "approve_all", "approved")]  # fmt: skip
+        ("legal", {"input": "q", "artifacts": []}, "approve_all", "approved")
+    ]
 
 
 def test_a_function_tool_needing_approval_without_an_approver_ends_the_run():
@@ -181,8 +186,12 @@ def test_a_function_tool_needing_approval_without_an_approver_ends_the_run():
 
 
 def test_a_function_tool_in_a_sub_agent_asks_the_runs_approver():
-    sub = a.Agent("db", "x", a.ScriptedModel([a.tool_call("query", sql="x"), a.say("sub done")]),
-                  [make_query(needs_approval=True)])  # fmt: skip
+    sub = a.Agent(
+        "db",
+        "x",
+        a.ScriptedModel([a.tool_call("query", sql="x"), a.say("sub done")]),
+        [make_query(needs_approval=True)],
+    )
     boss_model = a.ScriptedModel([a.tool_call("db", input="q"), a.say("ok")])
     result = a.run_sync(
         a.Agent("boss", "x", boss_model, [sub.as_tool()]), "go", approver=a.reject_all

@@ -26,7 +26,7 @@ from .... import checks
 from ....errors import UserError
 from ...canonical import canonical_request
 from ...deltas import StreamItem
-from ...http.model import DEFAULT_BACKOFF, HTTPModel
+from ...http.model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
 from ...http.rules import Backoff, Failure
 from ...request_fields import extra_body
 from ...types import ModelRequest, ModelResponse
@@ -121,6 +121,7 @@ class OpenAIResponsesModel(HTTPModel):
         params: Mapping[str, Any] | None = None,
         name: str | None = None,
         stream_idle: float | None = None,
+        max_response_chars: int = MAX_RESPONSE_CHARS,
     ) -> None:
         checks.one_of(conversation, "OpenAIResponsesModel(conversation=...)", ("client", "server"))
         refuse_state_fields(params, "OpenAIResponsesModel(params=...)")
@@ -143,6 +144,7 @@ class OpenAIResponsesModel(HTTPModel):
             params=params,
             name=name,
             stream_idle=stream_idle,
+            max_response_chars=max_response_chars,
         )
         self.conversation: Conversation = conversation
         self.tools: tuple[HostedTool, ...] = tuple(tools)
