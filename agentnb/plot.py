@@ -12,6 +12,7 @@ from .measure.plot import (
     latency,
     multiplier,
     timeline,
+    tool_specs,
     verifier_rounds,
 )
 
@@ -23,5 +24,6 @@ __all__ = [
     "multiplier",
     "pareto",
     "timeline",
+    "tool_specs",
     "verifier_rounds",
 ]

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from .tables import COMPONENT_COLUMNS, breakdown, linear_fit
+from .tool_sources import tool_sources
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -363,6 +364,67 @@ def cost_breakdown(
     handles, names = ax.get_legend_handles_labels()
     _legend_beside(ax, handles[::-1], labels=names[::-1], title="component")
     return fig
+
+
+def tool_specs(
+    results: Mapping[Any, Any],
+    x: str = "tools",
+    unit: str = "chars",
+    *,
+    title: str | None = "What attached tools add to every model call",
+) -> Figure:
+    """What each model call carries against the tools attached to the agent (``x="tools"``) or
+    the MCP servers (``x="servers"``): the tool specs' part, with its least-squares line, and
+    everything sent. ``results``: a dict ``label -> RunResult``, one run per configuration;
+    ``unit``: ``"chars"`` or ``"tokens"`` (counted by the calls' tokenizer, see `tool_sources`)."""
+    import pandas as pd
+
+    if x not in ("tools", "servers") or unit not in ("chars", "tokens"):
+        raise UserError(
+            f"tool_specs() takes x='tools' or 'servers' and unit='chars' or 'tokens', "
+            f"got x={x!r}, unit={unit!r}"
+        )
+    if not isinstance(results, Mapping) or not results:
+        raise UserError(
+            "tool_specs() takes a dict label -> RunResult (one run per number of tools), "
+            f"got {type(results).__name__}"
+        )
+    sources = tool_sources(results)
+    column, sent = f"{unit}_per_call", f"{unit}_in"
+    rows = []
+    for label, result in results.items():
+        mine = sources[sources["label"] == label]
+        calls = result.calls
+        rows.append(
+            {
+                "x": int(mine["tools"].sum()) if x == "tools" else len(mine),
+                "specs": float(pd.to_numeric(mine[column]).sum()),
+                "sent": float(pd.to_numeric(calls[sent]).mean()) if len(calls) else 0.0,
+            }
+        )
+    points = pd.DataFrame.from_records(rows).sort_values("x")
+    fig, (ax,) = _figure()
+    ax.plot(points["x"], points["sent"], "s-", color="grey", gid="sent", label="everything sent")
+    (dots,) = ax.plot(points["x"], points["specs"], "o", gid="specs", label="tool specs")
+    if points["x"].nunique() > 1:
+        fit = linear_fit(points, "x", ["specs"]).iloc[0]
+        xs = [float(points["x"].min()), float(points["x"].max())]
+        ax.plot(
+            xs,
+            [fit["slope"] * v + fit["intercept"] for v in xs],
+            "-",
+            color=dots.get_color(),
+            alpha=0.6,
+            gid="fit",
+            label=f"fit: {fit['slope']:+,.0f} {_UNITS[unit]} per {x[:-1]}",
+        )
+    _integer_ticks(ax)
+    _labels(ax, f"{x} attached", f"{_UNITS[unit]} per model call", title)
+    _legend_beside(ax)
+    return fig
+
+
+_UNITS = {"chars": "characters", "tokens": "tokens"}
 
 
 def _is_breakdown(data: Any) -> bool:

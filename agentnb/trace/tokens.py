@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from ..errors import UserError
@@ -365,14 +365,7 @@ def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Pre
     system = _cached_count(request.system, count, method) if request.system else 0
     specs, digests = 0, []
     for spec in request.tools:
-        spec_key = (id(spec), method)
-        hit = _spec_tokens.get(spec_key)
-        if hit is None or hit[0] is not spec:
-            text = dumps(spec.as_dict())
-            hit = (spec, count(text), fingerprint(text))
-            if len(_spec_tokens) > _SPECS_KEPT:
-                _spec_tokens.clear()
-            _spec_tokens[spec_key] = hit
+        hit = _spec_hit(spec, count, method)
         specs += hit[1]
         digests.append(hit[2])
     if request.output_schema is not None:
@@ -383,6 +376,32 @@ def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Pre
         (fingerprint("", b"".join(digests)), specs), (_text_fingerprint(request.system), system)
     )
     return root, system, specs
+
+
+def _spec_hit(spec: Any, count: Encoder, method: str) -> tuple[object, int, bytes]:
+    """A spec's tokens and fingerprint, counted once per spec and method."""
+    spec_key = (id(spec), method)
+    hit = _spec_tokens.get(spec_key)
+    if hit is None or hit[0] is not spec:
+        text = dumps(spec.as_dict())
+        hit = (spec, count(text), fingerprint(text))
+        if len(_spec_tokens) > _SPECS_KEPT:
+            _spec_tokens.clear()
+        _spec_tokens[spec_key] = hit
+    return hit
+
+
+def spec_tokens(specs: Iterable[Any], model: object = None) -> tuple[int | None, str]:
+    """The tokens ``specs`` (tool specs) add to each request of ``model``, counted as
+    `request_tokens` counts them in ``tokens_in``, and the method (``None`` and the reason
+    when no tokenizer is known: the provider's usage cannot tell specs apart)."""
+    count, method = tokenizer(model)
+    if count is None:
+        return None, method
+    try:
+        return sum(_spec_hit(spec, count, method)[1] for spec in specs), method
+    except Exception as exc:  # a counter that fails: the weight stays readable without tokens
+        return None, f"unavailable ({type(exc).__name__})"
 
 
 def response_tokens(response: ModelResponse, model: object = None) -> int | None:

@@ -447,7 +447,7 @@ async def _turns(
             "agent", agent.name, state.span, agent=agent.name, path=state.path, depth=0
         )
     if agent.mcp_servers:  # the MCP servers' tools, listed once per run (tools/mcp.py)
-        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span)
+        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span, model)
         specs = [t.spec for t in tools.values()]
     if isinstance(agent.instructions, (list, tuple)):  # what each prompt section weighs
         state.span.attrs["prompt_sections"] = section_sizes(agent.instructions)
@@ -761,7 +761,8 @@ async def run_tools(calls: list[ToolCall], state: AgentRun, ctx: RunContext, tur
     agent = running(state)
     tools = await enabled_tools(agent.tool_map(), ctx, agent)
     if agent.mcp_servers:
-        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span)
+        model = model_client(agent, ctx.default_model)
+        tools = await server_tools(agent.mcp_servers, tools, ctx, state.span, model)
     await _run_tools(calls, tools, state, ctx, turn)
 
 

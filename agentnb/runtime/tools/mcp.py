@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ... import checks
 from ...errors import ToolFailed, UserError
 from ...models.canonical import dumps, tool_payload
+from ...trace.tokens import spec_tokens
 from ..data.outcome import ToolOutcome
 from ..guards.tool_guardrails import check_tool_guardrails
 from ._mcp_connection import Connection, ServerUnavailable
@@ -248,13 +249,18 @@ async def open_connection(server: Server, ctx: RunContext) -> Connection:
 
 
 async def server_tools(
-    servers: Sequence[Server], tools: dict[str, BaseTool], ctx: RunContext, span: Span
+    servers: Sequence[Server],
+    tools: dict[str, BaseTool],
+    ctx: RunContext,
+    span: Span,
+    model: object = None,
 ) -> dict[str, BaseTool]:
     """``tools`` with the tools of ``servers`` added (listed once, filtered), for an agent
-    whose span is ``span``; what each server's specs weigh goes on the span. Raises
+    whose span is ``span``; what each server's specs weigh goes on the span (characters, and
+    tokens counted by ``model``'s tokenizer as its calls' ``tokens_in`` counts them). Raises
     `ToolFailed` (ending the run) when a server cannot list its tools or a name is taken."""
     offered = dict(tools)
-    weights: dict[str, dict[str, int]] = {}
+    weights: dict[str, dict[str, int | str | None]] = {}
     agent = span.agent or span.name
     for server in servers:
         try:
@@ -278,7 +284,13 @@ async def server_tools(
                 )
             offered[each.name] = each
             chars += len(dumps(tool_payload(each.spec)))  # the rule of agentnb.trace.sizes
-        weights[server.source] = {"tools": len(made), "chars": chars}
+        tokens, method = spec_tokens((each.spec for each in made), model)
+        weights[server.source] = {
+            "tools": len(made),
+            "chars": chars,
+            "tokens": tokens,
+            "tokens_method": method,
+        }
     span.attrs["tool_sources"] = weights
     return offered
 

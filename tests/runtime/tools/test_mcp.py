@@ -19,6 +19,7 @@ pytest.importorskip("mcp", reason='the MCP tests need the mcp SDK: pip install -
 import agentnb  # noqa: E402
 from agentnb import Agent, ScriptedModel, ToolGuardrail, reject_all, say, tool_call  # noqa: E402
 from agentnb.errors import RunTimeout, ToolFailed, UserError  # noqa: E402
+from agentnb.trace.tokens import tokenizer  # noqa: E402
 
 SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
 SDK_TOOLS = {"add", "sleep", "crash", "has_env", "fail"}
@@ -196,13 +197,28 @@ def test_the_servers_environment_is_its_own_and_secrets_never_show(monkeypatch):
 def test_spans_record_what_each_servers_tool_specs_weigh():
     from agentnb.models.canonical import dumps, tool_payload
 
+    def words(text: str) -> int:
+        return len(text.split())
+
     model = ScriptedModel([say("hi")])
-    result = agentnb.run_sync(Agent("calc", model=model, mcp_servers=[stdio()]), "go")
+    agentnb.set_tokenizer(words, method="words")
+    try:
+        result = agentnb.run_sync(Agent("calc", model=model, mcp_servers=[stdio()]), "go")
+        tokens_in = result.calls["tokens_in"].iloc[0]
+    finally:
+        agentnb.set_tokenizer(None)
     agent_span = next(s for s in result.spans if s.kind == "agent")
     weights = agent_span.attrs["tool_sources"]
-    expected = sum(len(dumps(tool_payload(t))) for t in model.requests[0].tools)
-    assert weights == {"mcp:test": {"tools": 5, "chars": expected}}
+    sent = model.requests[0]
+    expected = sum(len(dumps(tool_payload(t))) for t in sent.tools)
+    tokens = sum(words(dumps(t.as_dict())) for t in sent.tools)
+    assert weights == {
+        "mcp:test": {"tools": 5, "chars": expected, "tokens": tokens, "tokens_method": "words"}
+    }
     assert result.calls["chars_in_tools"].iloc[0] == expected
+    # the specs' part of the call's tokens_in: the rest is the system prompt and the messages
+    rest = words(sent.system or "") + sum(words(m.content or "") for m in sent.messages)
+    assert tokens <= tokens_in and tokens_in - tokens <= rest + 10 * len(sent.messages)
 
 
 def test_the_tool_sources_table_says_what_each_server_adds_to_every_call():
@@ -222,6 +238,31 @@ def test_the_tool_sources_table_says_what_each_server_adds_to_every_call():
     assert list(table["calls"]) == [2, 2]
     chars_in = result.calls["chars_in"].sum()
     assert table["share_of_chars_in"].sum() == pytest.approx(2 * sum(sent.values()) / chars_in)
+    # tokens by the tokenizer that counted the calls' tokens_in, labelled as they are
+    count, method = tokenizer(model)
+    if count is None:
+        assert table["tokens"].isna().all() and set(table["tokens_method"]) == {method}
+        return
+    specs = {t.name: count(dumps(t.as_dict())) for t in model.requests[0].tools}
+    assert table.loc["mcp:test", "tokens_per_call"] == specs["add"]
+    assert table.loc["mcp:padded", "tokens"] == 2 * (sum(specs.values()) - specs["add"])
+    assert set(table["tokens_method"]) == set(result.calls["tokens_method"]) == {method}
+    tokens_in = result.calls["tokens_in"].sum()
+    assert table["share_of_tokens_in"].sum() == pytest.approx(2 * sum(specs.values()) / tokens_in)
+
+
+def test_without_a_tokenizer_the_tool_sources_table_keeps_characters_and_says_why():
+    agentnb.set_tokenizer("off")
+    try:
+        result = agentnb.run_sync(
+            Agent("calc", model=ScriptedModel([say("hi")]), mcp_servers=[stdio()]), "go"
+        )
+    finally:
+        agentnb.set_tokenizer(None)
+    row = agentnb.tool_sources(result).iloc[0]
+    assert row["chars_per_call"] > 0 and row["calls"] == 1
+    assert row["tokens"] is None and row["tokens_per_call"] is None
+    assert row["tokens_method"] == "unavailable"
 
 
 def test_building_a_server_checks_its_options_and_import_agentnb_never_loads_mcp(monkeypatch):
