@@ -53,7 +53,12 @@ def test_notebooks_copies_every_numbered_notebook_and_says_how_to_open_them(
     assert not copied.is_symlink()
     assert json.loads(copied.read_text())["cells"]
     out = capsys.readouterr().out
-    assert f"Copied {len(numbered)} notebooks and 3 recording files into {dest}." in out
+    recordings = [p for p in (dest / "recordings").iterdir() if p.is_file()]
+    assert (dest / "recordings" / "mcp_server.py").is_file()  # notebook 15 starts it
+    assert (
+        f"Copied {len(numbered)} notebooks and {len(recordings)} recording files into {dest}."
+        in out
+    )
     assert f"jupyter lab {dest}" in out
 
 
