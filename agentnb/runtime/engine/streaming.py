@@ -314,22 +314,37 @@ def _events_here(stream: RunStream[Any]) -> Iterator[Event]:
         if arrived is not None:
             arrived.set()
 
-    async def next_events() -> list[Event | None]:
+    async def next_events() -> None:
         nonlocal arrived
         while not inbox:
             arrived = arrived or asyncio.Event()
             arrived.clear()
             await arrived.wait()
-        batch = inbox[:]
-        inbox.clear()
-        return batch
+
+    interrupted = False
+
+    def interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        stream.cancel()
 
     stream._forward = forward
     runner = thread_loop().create_task(_quietly(stream))
     try:
         while True:
-            with blocking():  # a first Ctrl-C cancels the run, which still ends with RunEnded
-                batch = run_here(next_events(), on_interrupt=stream.cancel)
+            try:
+                with blocking():  # a first Ctrl-C cancels the run, which still ends with RunEnded
+                    run_here(next_events(), on_interrupt=interrupt)
+            except KeyboardInterrupt:
+                # Ctrl-C just before or after the wait, when Python's own handler is in place:
+                # a first one ends the run the same way. The events stay in the inbox (taken
+                # only below), so none is lost to the interrupt.
+                if interrupted:  # a second one
+                    raise
+                interrupt()
+                continue
+            batch = inbox[:]
+            inbox.clear()
             for event in batch:
                 if event is None:  # the end
                     if stream._error is not None:

@@ -78,20 +78,26 @@ def run_here(awaitable: Awaitable[T], on_interrupt: Callable[[], None] | None = 
         except BaseException as exc:  # would leave the loop from the task's step
             raise _Escaped(exc) from None
 
-    task = loop.create_task(main())
+    task: asyncio.Task[T] | None = None
     interrupts = 0
 
     def interrupt() -> None:
         nonlocal interrupts
         interrupts += 1
-        if interrupts > 1 or task.done():
+        if interrupts > 1 or task is None or task.done():
             raise KeyboardInterrupt()
         if on_interrupt is None:
             task.cancel()
         else:
             on_interrupt()
 
-    handler = _install(loop, interrupt)
+    try:
+        handler = _install(loop, interrupt)
+    except BaseException:  # Ctrl-C before the handler was in place: nothing has started
+        if asyncio.iscoroutine(awaitable):
+            awaitable.close()
+        raise
+    task = loop.create_task(main())
     try:
         while not task.done():
             try:

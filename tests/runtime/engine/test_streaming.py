@@ -421,6 +421,45 @@ def test_ctrl_c_during_stream_sync_ends_the_stream_with_the_partial_result():
     assert not _loop.main_thread_blocked()
 
 
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_ctrl_c_landing_just_outside_a_batch_wait_still_ends_the_stream_with_every_event(
+    monkeypatch: pytest.MonkeyPatch, when: str
+) -> None:
+    # Between two batch waits Python's own Ctrl-C handler is in place, so the interrupt
+    # arrives as a KeyboardInterrupt raised around the wait instead of through the loop.
+    from agentnb.runtime.engine import streaming
+
+    model = a.ScriptedModel([a.tool_call("lookup", clause="1"), a.say("never")], latency=30)
+    model.latency = lambda request: 0 if len(request.messages) == 1 else 30
+    real_run_here = streaming.run_here
+    pressed: list[str] = []
+
+    def run_here(awaitable: Any, on_interrupt: Any = None) -> Any:
+        # "before": as the reader starts waiting for the slow second call; "after": as the
+        # run's first batch of events has arrived.
+        if (when == "before" and len(model.requests) < 2) or pressed:
+            return real_run_here(awaitable, on_interrupt=on_interrupt)
+        pressed.append(when)
+        if when == "before":
+            awaitable.close()
+            raise KeyboardInterrupt
+        real_run_here(awaitable, on_interrupt=on_interrupt)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(streaming, "run_here", run_here)
+    events = list(a.stream_sync(a.Agent("w", "x", model, [lookup]), "go"))
+
+    assert pressed == [when]
+    ended = [event for event in events if isinstance(event, a.RunEnded)]
+    assert len(ended) == 1 and events[-1] is ended[0]
+    assert isinstance(ended[0].result.error, a.RunCancelled)
+    kinds = [type(event).__name__ for event in events]
+    assert kinds.count("SpanStarted") == kinds.count("SpanEnded")  # no batch was dropped
+    if when == "before":
+        assert kinds.count("ToolCallStarted") == kinds.count("ToolCallEnded") == 1
+        assert list(ended[0].result.calls["status"]) == ["ok", "cancelled"]
+
+
 # -- ttft_s in the latency table and figure
 
 
