@@ -221,7 +221,7 @@ class Trace:
 
     @property
     def events(self) -> list[dict[str, Any]]:
-        """The former name of `records` (kept this round for code that reads it): "events" now
+        """The former name of `records` (kept for code that reads it, with no warning): "events" now
         names only the typed events a run sends (`agentnb.Event`)."""
         return self.records
 

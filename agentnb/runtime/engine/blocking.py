@@ -234,7 +234,7 @@ _main_blocked = 0
 
 def main_thread_blocked() -> bool:
     """Whether the main thread is blocked in `wait` now. In Jupyter the main thread is the
-    kernel's: while it blocks, widget clicks cannot reach Python (see `runtime.approval`)."""
+    kernel's: while it blocks, widget clicks cannot reach Python (see `agentnb.runtime.guards.approval`)."""
     return _main_blocked > 0
 
 

@@ -18,7 +18,8 @@ A pause inside a sub-agent called as a tool (at any depth) is part of the state:
 on the way down keeps its history, and on resume each goes on from it, the approved call run
 at the bottom. Calls of the same turns that had not finished when the pause came (a parallel
 sibling cancelled by it) run again on resume; those needing approval are asked again. Inside
-`parallel` / `chain` / `verify_loop` a pause is a `UserError` this round.
+`parallel` / `chain` / `verify_loop` a pause is a `UserError`: those patterns keep no state to
+go on from.
 """
 
 from __future__ import annotations
