@@ -25,7 +25,7 @@ from ..models.response_cache import CACHE_EVENT
 from ..models.types import Message, ModelRequest, ModelResponse, Usage
 from .history import HistoryTally
 from .sizes import request_sizes, response_chars
-from .tokens import own_tokenizer, request_tokens, response_tokens
+from .tokens import call_tokens, own_tokenizer
 
 if TYPE_CHECKING:
     from .spans import Span
@@ -194,13 +194,9 @@ class CallRow:
             return
         self.pending = None
         span, tally, model = pending.span, pending.tally, pending.model
-        request, response = pending.request(), pending.response()
         try:
-            tokens_in, method = request_tokens(request, tally, model)
-            tokens_out = (
-                response_tokens(response, model)
-                if response is not None and tokens_in is not None
-                else None
+            tokens_in, tokens_out, method = call_tokens(
+                pending.request(), pending.answer, tally, model
             )
         except Exception as exc:  # a counter of the user's that fails: the row stays readable
             tokens_in, tokens_out, method = None, None, f"unavailable ({type(exc).__name__})"
@@ -311,12 +307,6 @@ class _Unsent:
         """The request as far as counting goes (its history as it was sent)."""
         messages = self.sent.messages[: self.length]
         return ModelRequest(self.system, messages, self.tools, self.output_schema)
-
-    def response(self) -> ModelResponse | None:
-        """The answer as far as counting goes (its text and tool calls)."""
-        if self.answer is None:
-            return None
-        return ModelResponse(self.answer[0], self.answer[1])
 
 
 def _grew_from(messages: list[Message], before: list[Message]) -> bool:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import CallbackRaised
+from ._blocks import frame as blocks_frame
 from .calls import CALL_COLUMNS, CallRow, row_values
 
 if TYPE_CHECKING:
@@ -282,7 +283,7 @@ class Trace:
                     data[column] = np.array(data[column], dtype=float)  # None is NaN
             # built from its columns, these made float first: fixing their dtype on the frame
             # afterwards cost more than building a small run's whole frame
-            return pd.DataFrame(data, columns=columns, copy=False)
+            return blocks_frame(columns, list(data.values()))
 
     def spans_frame(self) -> pd.DataFrame:
         """One row per span (all kinds), for filtering and timelines."""

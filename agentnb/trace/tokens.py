@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from ..errors import UserError
 from ..models.canonical import dumps
 from ..models.local_server.tokenizer import ENCODINGS, PROVIDER, TokenizerUnavailable
-from ..models.types import Message, ModelRequest, ModelResponse
+from ..models.types import Message, ModelRequest, ModelResponse, ToolCall
 from . import _tokenizers
 from .history import HistoryTally
 from .prefixes import Prefix, extend, fingerprint, head
@@ -383,8 +383,8 @@ def _spec_hit(spec: Any, count: Encoder, method: str) -> tuple[object, int, byte
     spec_key = (id(spec), method)
     hit = _spec_tokens.get(spec_key)
     if hit is None or hit[0] is not spec:
-        text = dumps(spec.as_dict())
-        hit = (spec, count(text), fingerprint(text))
+        text = dumps(spec.as_dict())  # agents built anew for every run send equal specs
+        hit = (spec, _cached_count(text, count, method), fingerprint(text))
         if len(_spec_tokens) > _SPECS_KEPT:
             _spec_tokens.clear()
         _spec_tokens[spec_key] = hit
@@ -409,9 +409,38 @@ def response_tokens(response: ModelResponse, model: object = None) -> int | None
     count, method = tokenizer(model)
     if count is None:
         return None
+    return _answer_tokens(response.text, response.tool_calls, count, method)
+
+
+def call_tokens(
+    request: ModelRequest,
+    answer: tuple[str | None, Sequence[ToolCall]] | None,
+    tally: HistoryTally | None = None,
+    model: object = None,
+) -> tuple[int | None, int | None, str]:
+    """``(tokens in, tokens out, method)`` of one model call: `request_tokens` of its request
+    and `response_tokens` of its ``answer`` (the response's text and tool calls; None when the
+    call failed, and when nothing could be counted in), the tokenizer looked up once."""
+    count, method = tokenizer(model)
+    if count is not None:
+        try:
+            tokens_in, method = _counted(request, tally, count, method)
+        except TokenizerUnavailable:  # a server's tokenizer failed: its usage is the count
+            method = PROVIDER
+        else:
+            tokens_out = _answer_tokens(*answer, count, method) if answer is not None else None
+            return tokens_in, tokens_out, method
+    if tally is not None:
+        tally.prefix = None
+    return None, None, method
+
+
+def _answer_tokens(
+    text: str | None, tool_calls: Sequence[ToolCall], count: Encoder, method: str
+) -> int | None:
     try:
-        n = _cached_count(response.text, count, method) if response.text else 0
-        for call in response.tool_calls:  # kept: the next request resends them in its history
+        n = _cached_count(text, count, method) if text else 0
+        for call in tool_calls:  # kept: the next request resends them in its history
             n += _cached_count(call.arguments, count, method)
     except TokenizerUnavailable:
         return None
