@@ -53,17 +53,30 @@ _INSERT_RESPONSE = (
     f"VALUES ({', '.join('?' * len(_RESPONSE_FIELDS))})"
 )
 _CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
+_UNWRITABLE = (OverflowError, TypeError, ValueError, RecursionError, sqlite3.InterfaceError)
+"""What a value SQLite or JSON cannot take raises (a nesting too deep included): that run is
+stored as text, or refused; anything else stops the writer."""
 _INT64 = (-(2**63), 2**63 - 1)
 
 
 class StoreFailed(UserError):
     """The store stopped taking runs (a full disk, a lock, a fault): what was committed is
-    kept; ``made``, ``stored`` and ``lost`` count the runs of this call."""
+    kept; ``made``, ``stored`` and ``lost`` count the runs of this call, ``unstored`` holds
+    the ``runs`` rows of those it could not store (their parameters, trial, item, outcome,
+    score and totals) and ``experiment`` the `Experiment`, to read what was stored."""
 
-    def __init__(self, message: str, made: int = 0, stored: int = 0) -> None:
+    def __init__(
+        self,
+        message: str,
+        made: int = 0,
+        stored: int = 0,
+        unstored: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.cause = message
         self.made, self.stored, self.lost = made, stored, made - stored
+        self.unstored: list[dict[str, Any]] = unstored or []
+        self.experiment: Any = None
 
     def __str__(self) -> str:
         return (
@@ -91,6 +104,8 @@ class Writer:
         self._conn = connect(path)  # here, so a store that cannot be written fails at once
         self._conn.isolation_level = None  # transactions and savepoints said explicitly
         self._items: deque[tuple[Any, ...]] = deque()
+        self._failed: list[dict[str, Any]] = []
+        """The runs of a batch whose commit failed (the writer stopped)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="agentnb-store", daemon=True)
         self._thread.start()
@@ -103,10 +118,11 @@ class Writer:
         responses: list[tuple[str, dict[str, Any]]] = (),  # type: ignore[assignment]
     ) -> None:
         """Hand over one ended run: its ``runs`` row, its call rows, its span rows and the
-        answers it added to the response cache (stored with it, or not at all)."""
-        self._raise()
+        answers it added to the response cache (stored with it, or not at all). Raises
+        `StoreFailed` once the writer has stopped (the run is counted as made, not stored)."""
         self.made += 1
         self._items.append((record, rows, spans, responses))
+        self._raise()
 
     def close(self) -> None:
         """Write what was handed over, commit, stop the thread; raise what went wrong."""
@@ -116,22 +132,16 @@ class Writer:
 
     def _raise(self) -> None:
         if self.error is not None:
-            raise StoreFailed(str(self.error), self.made, self.stored)
+            unstored = [*self._failed, *(item[0] for item in self._items)]
+            raise StoreFailed(str(self.error), self.made, self.stored, unstored)
 
     def _loop(self) -> None:
         conn = self._conn
         try:
             while True:
                 stopping = self._stop.wait(FLUSH_S)
-                items = self._items
-                if items:
-                    batch = 0
-                    conn.execute("BEGIN")
-                    while items:
-                        self.refused += _write_whole(conn, items.popleft())
-                        batch += 1
-                    conn.execute("COMMIT")
-                    self.stored += batch
+                if self._items:
+                    self._write_batch(conn)
                 if stopping:
                     return
         except BaseException as exc:  # noqa: BLE001 (any failure stops the writer, and says so)
@@ -151,17 +161,56 @@ class Writer:
         finally:
             conn.close()
 
+    def _write_batch(self, conn: sqlite3.Connection) -> None:
+        """Write what the driver handed over, in one transaction. When it fails (a full disk:
+        SQLite then rolls the whole transaction back), the batch is written again one run per
+        transaction up to the run that fails: only what the store could not take is lost, and
+        counted (``_failed``, beside what stays queued)."""
+        items = self._items
+        batch = [items.popleft() for _ in range(len(items))]
+        try:
+            self._commit(conn, batch)
+        except Exception:
+            if len(batch) == 1:
+                self._failed = [batch[0][0]]
+                raise
+            for n, item in enumerate(batch):
+                try:
+                    self._commit(conn, [item])
+                except Exception:
+                    self._failed = [i[0] for i in batch[n:]]
+                    raise
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
+        conn.execute("BEGIN")
+        try:
+            refused = sum(_write_whole(conn, item) for item in batch)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self.stored += len(batch)
+        self.refused += refused
+
 
 def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
-    """Insert one run whole; 1 when it had to be stored as refused (a failed run)."""
+    """Insert one run whole; 1 when it had to be stored as refused (a failed run saying
+    why). Any other failure is raised, and its transaction is rolled back."""
     conn.execute("SAVEPOINT run")
+    refused = _write_or_refuse(conn, item)
+    conn.execute("RELEASE run")
+    return refused
+
+
+def _write_or_refuse(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
     try:
         _write(conn, item, plain=False)
-    except (OverflowError, TypeError, ValueError, sqlite3.InterfaceError):
+    except _UNWRITABLE:
         conn.execute("ROLLBACK TO run")  # a value SQLite or JSON cannot take: as text
         try:
             _write(conn, item, plain=True)
-        except (OverflowError, TypeError, ValueError, sqlite3.InterfaceError) as exc:
+        except _UNWRITABLE as exc:
             conn.execute("ROLLBACK TO run")
             record = dict(item[0])
             record.update({f: None for f in ("score", "score_type", "score_error")})
@@ -170,9 +219,7 @@ def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
                 error=f"the store could not hold this run ({type(exc).__name__}: {exc})"[:500],
             )
             conn.execute(_INSERT_RUN, [_storable(record.get(f)) for f in RUN_FIELDS])
-            conn.execute("RELEASE run")
             return 1
-    conn.execute("RELEASE run")
     return 0
 
 
