@@ -30,7 +30,9 @@ async def test_usage_beyond_64_bits_is_stored_as_its_digits_and_every_run_is_kep
             return await a.run(a.Agent("w", "W.", model), f"question {k}")
 
         grid = {"k": [1, 2, 3]}
-        exp = await a.experiment("wide", fn, grid, trials=4, store=store, cache=True, progress=False)
+        exp = await a.experiment(
+            "wide", fn, grid, trials=4, store=store, cache=True, progress=False
+        )
         assert len(server.bodies) == 12
         assert sorted(b["messages"][-1]["content"] for b in server.bodies) == sorted(
             f"question {k}" for k in (1, 2, 3) for _ in range(4)
@@ -68,9 +70,7 @@ class OddEvents:
 
 
 @pytest.mark.parametrize("deep", [False, True], ids=["not-json", "nested-too-deep"])
-async def test_an_answer_json_cannot_write_is_stored_or_refused_per_run_never_lost(
-    tmp_path, deep
-):
+async def test_an_answer_json_cannot_write_is_stored_or_refused_per_run_never_lost(tmp_path, deep):
     model = OddEvents(deep)
 
     async def fn(k: int, trial: int) -> a.RunResult:
@@ -148,7 +148,9 @@ async def test_a_writer_that_breaks_stops_the_experiment_naming_the_cause(tmp_pa
     with pytest.raises(
         StoreFailed, match=r"stopped writing: RuntimeError: a bug in the writer.*Runs made"
     ) as caught:
-        await a.experiment("bug", fn, {"k": list(range(40))}, store=tmp_path / "x.db", progress=False)
+        await a.experiment(
+            "bug", fn, {"k": list(range(40))}, store=tmp_path / "x.db", progress=False
+        )
     failed = caught.value
     assert failed.stored == 4  # the four before the failure
     assert failed.made == len(made)  # every run made is counted, the unwritten ones too
