@@ -276,7 +276,9 @@ def _begin(
         ).fetchone()
         try:
             stored = json.loads(latest[0] if latest else row[2])
-        except ValueError as exc:
+            if not isinstance(stored, dict):
+                raise TypeError(f"a fingerprint is a JSON object, not {type(stored).__name__}")
+        except (ValueError, TypeError) as exc:
             raise fault(path, exc) from None
         changed = [k for k in ("fn", "grid", "dataset") if stored.get(k) != fingerprint[k]]
         if not changed:
