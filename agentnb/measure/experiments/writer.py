@@ -33,6 +33,10 @@ run waits to be stored (plus the time to write it)."""
 _INSERT_RUN = (
     f"INSERT INTO runs ({', '.join(RUN_FIELDS)}) VALUES ({', '.join('?' * len(RUN_FIELDS))})"
 )
+_INSERT_RUN_WITH_ID = (
+    f"INSERT INTO runs (id, {', '.join(RUN_FIELDS)}) "
+    f"VALUES ({', '.join('?' * (len(RUN_FIELDS) + 1))})"
+)
 _INSERT_CALL = f"INSERT INTO calls VALUES ({', '.join('?' * (len(CALL_FIELDS) + 2))})"
 _INSERT_SPAN = f"INSERT INTO spans VALUES ({', '.join('?' * (len(SPAN_FIELDS) + 3))})"
 _RESPONSE_FIELDS = (
@@ -182,9 +186,15 @@ class Writer:
                     raise
 
     def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
-        conn.execute("BEGIN")
+        conn.execute("BEGIN IMMEDIATE")  # the write lock first: the run ids are taken here
         try:
-            refused = sum(_write_whole(conn, item) for item in batch)
+            try:
+                _write_at_once(conn, batch)
+                refused = 0
+            except _UNWRITABLE:  # a value to store as text: run by run, each in a savepoint
+                conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                refused = sum(_write_whole(conn, item) for item in batch)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -192,6 +202,26 @@ class Writer:
             raise
         self.stored += len(batch)
         self.refused += refused
+
+
+def _write_at_once(conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
+    """Insert a batch of runs as they are, each table in one statement (the common case:
+    values SQLite holds as given). The runs' ids are numbered here, under the write lock."""
+    (first,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()
+    runs, calls, spans, answers = [], [], [], {"IGNORE": [], "REPLACE": []}
+    for n, (record, rows, span_rows, responses) in enumerate(batch):
+        run = first + n
+        runs.append([run, *(record[f] for f in RUN_FIELDS)])
+        calls.extend(_call(run, row) for row in rows)
+        spans.extend((run, *span[:-1], _json(span[-1])) for span in span_rows)
+        for key, entry in responses:
+            how = "REPLACE" if entry.get("replace") else "IGNORE"
+            answers[how].append(_response_row(key, entry, record))
+    conn.executemany(_INSERT_RUN_WITH_ID, runs)
+    conn.executemany(_INSERT_CALL, calls)
+    conn.executemany(_INSERT_SPAN, spans)
+    for how, rows in answers.items():  # (a REPLACE after an IGNORE of one key ends the same)
+        conn.executemany(_INSERT_RESPONSE.format(how), rows)
 
 
 def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
@@ -234,26 +264,27 @@ def _write(conn: sqlite3.Connection, item: tuple[Any, ...], *, plain: bool) -> N
             _INSERT_SPAN, [[fix(v) for v in (run, *span[:-1], _json(span[-1]))] for span in spans]
         )
     for key, e in responses:
-        text = response_text(e["response"])
         conn.execute(
             _INSERT_RESPONSE.format("REPLACE" if e.get("replace") else "IGNORE"),
-            [
-                fix(v)
-                for v in (
-                    key,
-                    e["model"],
-                    e["trial"],
-                    e["path"],
-                    e["turn"],
-                    e["latency_s"],
-                    text,
-                    time.time(),
-                    checksum(text),
-                    record.get("wall_s"),
-                    record.get("critical_s"),
-                )
-            ],
+            [fix(v) for v in _response_row(key, e, record)],
         )
+
+
+def _response_row(key: str, e: dict[str, Any], record: dict[str, Any]) -> tuple[Any, ...]:
+    text = response_text(e["response"])
+    return (
+        key,
+        e["model"],
+        e["trial"],
+        e["path"],
+        e["turn"],
+        e["latency_s"],
+        text,
+        time.time(),
+        checksum(text),
+        record.get("wall_s"),
+        record.get("critical_s"),
+    )
 
 
 def _same(value: Any) -> Any:

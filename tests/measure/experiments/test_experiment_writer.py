@@ -131,14 +131,14 @@ async def test_a_full_disk_keeps_what_fit_and_counts_what_did_not(tmp_path, monk
 
 
 async def test_a_writer_that_breaks_stops_the_experiment_naming_the_cause(tmp_path, monkeypatch):
-    real = writer_module._write_or_refuse
+    real = writer_module._write_at_once
 
-    def breaks_from_the_fifth(conn, item):
-        if item[0]["position"] >= 4:  # the fifth run made, and every one after
+    def breaks_from_the_fifth(conn, batch):
+        if any(item[0]["position"] >= 4 for item in batch):  # the fifth run, and every after
             raise RuntimeError("a bug in the writer")
-        return real(conn, item)
+        return real(conn, batch)
 
-    monkeypatch.setattr(writer_module, "_write_or_refuse", breaks_from_the_fifth)
+    monkeypatch.setattr(writer_module, "_write_at_once", breaks_from_the_fifth)
     made = []
 
     async def fn(k: int, trial: int) -> a.RunResult:
