@@ -168,8 +168,11 @@ async def test_two_experiments_of_one_process_on_one_name_are_two_owners(tmp_pat
 
     store = tmp_path / "x.db"
     first = asyncio.ensure_future(a.experiment("same", fn, {"k": [1]}, store=store, progress=False))
-    while not made:
-        await asyncio.sleep(0.01)  # the first owns it and is running
+    for _ in range(6000):  # (at most a minute) until the first owns it and is running
+        if made:
+            break
+        await asyncio.sleep(0.01)
+    assert made == [1]
     with pytest.raises(
         UserError, match=rf"'same' in .*x.db' is being run by process {os.getpid()}"
     ):
