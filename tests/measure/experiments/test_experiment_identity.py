@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 import agentnb as a
 
 
@@ -168,3 +170,34 @@ def test_a_set_in_the_grid_is_the_same_experiment_whatever_the_hash_seed(tmp_pat
     with sqlite3.connect(store) as conn:
         params = sorted(r[0] for r in conn.execute("SELECT params FROM runs"))
     assert params == ['{"tags": ["alpha", "beta", "delta", "gamma"]}', '{"tags": ["x", "y", "z"]}']
+
+
+async def made_in(order: str, store) -> tuple[list[tuple[int, int]], a.Experiment]:
+    """The order an experiment of 3 configurations × 3 trials made its runs in."""
+    made: list[tuple[int, int]] = []
+
+    async def fn(k: int, trial: int) -> a.RunResult:
+        made.append((k, trial))
+        return await a.run(a.Agent("s", "A.", a.ScriptedModel([a.say(f"{k}")])), "q")
+
+    exp = await a.experiment(
+        f"o-{order}", fn, {"k": [0, 1, 2]}, trials=3, order=order, store=store, progress=False
+    )
+    return made, exp
+
+
+@pytest.mark.parametrize("order", ["trials", "grid", "shuffle"])
+async def test_runs_are_made_in_the_order_asked_and_each_keeps_its_place(tmp_path, order):
+    made, exp = await made_in(order, tmp_path / "x.db")
+    cells = [(k, t) for t in range(3) for k in range(3)]
+    if order == "trials":
+        assert made == cells  # every configuration at trial 0, then trial 1, ...
+    elif order == "grid":
+        assert made == sorted(cells)  # each configuration's trials in a block
+    else:
+        assert sorted(made) == sorted(cells) and made not in (cells, sorted(cells))
+        again, _ = await made_in(order, tmp_path / "y.db")
+        assert again == made  # seeded by the name (a digest, not hash()): the same order again
+    runs = exp.runs.sort_values("position")
+    assert list(zip(runs["k"], runs["trial"])) == made  # runs.position is that order
+    assert list(exp.runs["k"]) == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # read back in the grid's order
