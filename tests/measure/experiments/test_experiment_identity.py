@@ -201,3 +201,28 @@ async def test_runs_are_made_in_the_order_asked_and_each_keeps_its_place(tmp_pat
     runs = exp.runs.sort_values("position")
     assert list(zip(runs["k"], runs["trial"])) == made  # runs.position is that order
     assert list(exp.runs["k"]) == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # read back in the grid's order
+
+
+async def test_tool_and_sub_agent_failures_are_counted_per_run(tmp_path):
+    def broken(city: str) -> str:
+        """Look a city up."""
+        raise RuntimeError("the lookup is down")
+
+    async def fn(shape: str, trial: int) -> a.RunResult:
+        if shape == "tool":
+            script = [a.tool_call("broken", city="Oslo"), a.say("done anyway")]
+            lead = a.Agent("lead", "Lead.", a.ScriptedModel(script), tools=[broken])
+        else:  # a sub-agent that runs out of turns
+            loops = a.ScriptedModel([a.tool_call("broken", city="x")] * 5)
+            helper = a.Agent("helper", "Help.", loops, tools=[broken], max_turns=1)
+            script = [a.tool_call("helper", input="go"), a.say("done anyway")]
+            lead = a.Agent("lead", "Lead.", a.ScriptedModel(script), tools=[helper.as_tool()])
+        return await a.run(lead, "q")
+
+    exp = await a.experiment(
+        "failures", fn, {"shape": ["tool", "sub"]}, store=tmp_path / "x.db", progress=False
+    )
+    runs = exp.runs.set_index("shape")
+    assert runs["ok"].all()  # the runs ended; what failed inside them is counted
+    assert runs.loc["tool", "tool_errors"] == 1 and runs.loc["tool", "subagent_errors"] == 0
+    assert runs.loc["sub", "subagent_errors"] == 1
