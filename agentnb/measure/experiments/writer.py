@@ -208,7 +208,10 @@ def _write_at_once(conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> No
     """Insert a batch of runs as they are, each table in one statement (the common case:
     values SQLite holds as given). The runs' ids are numbered here, under the write lock."""
     (first,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()
-    runs, calls, spans, answers = [], [], [], {"IGNORE": [], "REPLACE": []}
+    runs: list[list[Any]] = []
+    calls: list[tuple[Any, ...]] = []
+    spans: list[tuple[Any, ...]] = []
+    answers: dict[str, list[tuple[Any, ...]]] = {"IGNORE": [], "REPLACE": []}
     for n, (record, rows, span_rows, responses) in enumerate(batch):
         run = first + n
         runs.append([run, *(record[f] for f in RUN_FIELDS)])
