@@ -88,6 +88,13 @@ def check_confidence(value: object, where: str) -> None:
         raise checks.fail(where, "a number between 0 and 1, e.g. 0.95", value)
 
 
+TEXT_COLUMNS = frozenset(
+    {"error", "score_error", "score_type", "timing", "tokens_method", "stop_reason", "status"}
+)
+"""Columns of runs and calls that hold text: refused as a metric even when every value is
+empty (the runs that ended ok have no ``error``)."""
+
+
 def check_metric(runs: pd.DataFrame, metric: object, where: str) -> None:
     """``metric`` names a column of the runs; else `UserError` listing them."""
     checks.text(metric, where)
@@ -97,7 +104,7 @@ def check_metric(runs: pd.DataFrame, metric: object, where: str) -> None:
         )
     values = runs[metric].dropna()
     numeric = [v for v in values.tolist() if isinstance(v, (int, float)) or hasattr(v, "dtype")]
-    if len(numeric) < len(values):
+    if len(numeric) < len(values) or metric in TEXT_COLUMNS:  # text even where none is set
         raise UserError(
             f"{where}: the column {metric!r} holds text, not numbers; choose a numeric column "
             "(score, cost, wall_s, calls, tokens_in, ...)"

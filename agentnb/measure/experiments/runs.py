@@ -32,7 +32,7 @@ from .owner import Owner
 from .store import RUN_FIELDS, connect, fault, item_keys, store_path, to_json
 from .stored import Experiment
 from .trial import Job, attempt, job_on_worker
-from .writer import StoreResponses, Writer
+from .writer import StoreFailed, StoreResponses, Writer
 
 RESUME_MODES = (None, "continue", "new")
 ORDERS = ("trials", "shuffle", "grid")
@@ -130,11 +130,20 @@ async def experiment(
                     path,
                     writer,
                 )
+            except StoreFailed:
+                pass  # raised again by close, with every run counted
             finally:
-                writer.close()  # raises StoreFailed when the store stopped taking runs
+                try:
+                    writer.close()  # raises StoreFailed when the store stopped taking runs
+                except StoreFailed as failed:
+                    failed.experiment = _counted(Experiment(path, name, version), writer)
+                    raise failed from None
     finally:
         conn.close()
-    exp = Experiment(path, name, version)
+    return _counted(Experiment(path, name, version), writer)
+
+
+def _counted(exp: Experiment, writer: Writer) -> Experiment:
     exp.made, exp.stored, exp.lost = writer.made, writer.stored, writer.made - writer.stored
     exp.refused = writer.refused
     return exp
@@ -267,7 +276,9 @@ def _begin(
         ).fetchone()
         try:
             stored = json.loads(latest[0] if latest else row[2])
-        except ValueError as exc:
+            if not isinstance(stored, dict):
+                raise TypeError(f"a fingerprint is a JSON object, not {type(stored).__name__}")
+        except (ValueError, TypeError) as exc:
             raise fault(path, exc) from None
         changed = [k for k in ("fn", "grid", "dataset") if stored.get(k) != fingerprint[k]]
         if not changed:

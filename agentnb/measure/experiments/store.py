@@ -16,6 +16,7 @@ is upgraded in place when it is opened for writing (`upgrade`).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -212,6 +213,7 @@ def fault(path: Path, exc: BaseException) -> UserError:
         or "malformed" in text
         or "corrupt" in text
         or "no such" in text
+        or "no column" in text
         or isinstance(exc, (ValueError, KeyError, TypeError))
     ):
         return UserError(
@@ -276,8 +278,13 @@ def _check(conn: sqlite3.Connection, path: Path, readonly: bool) -> None:
         if version == "1" and readonly:
             raise UserError(
                 f"The store {str(path)!r} was written by an older agentnb (schema version 1); "
-                "upgrade it once with agentnb.measure.store.upgrade(path) (or by running an "
-                "experiment in it), then read it."
+                "upgrade it once with agentnb.measure.experiments.store.upgrade(path) (or by "
+                "running an experiment in it), then read it."
+            )
+        if version is None:
+            raise UserError(
+                f"The store {str(path)!r} holds no schema version (its meta table was changed); "
+                "move it aside and pass store= a new file."
             )
         if version not in ("1", str(SCHEMA_VERSION)):
             raise UserError(
@@ -286,6 +293,7 @@ def _check(conn: sqlite3.Connection, path: Path, readonly: bool) -> None:
                 "new file."
             )
     if readonly:
+        _check_tables(conn, path)
         return
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")  # WAL: a commit survives a killed process
@@ -298,6 +306,33 @@ def _check(conn: sqlite3.Connection, path: Path, readonly: bool) -> None:
             conn.execute("INSERT OR IGNORE INTO meta VALUES ('created', ?)", (str(time.time()),))
     elif version == "1":
         _upgrade_from_1(conn)
+    _check_tables(conn, path)
+
+
+@functools.cache
+def _schema_columns() -> dict[str, frozenset[str]]:
+    """Each table of `SCHEMA` and its columns."""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.executescript(SCHEMA)
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: frozenset(r[1] for r in conn.execute(f"PRAGMA table_info({t})")) for t in tables}
+    finally:
+        conn.close()
+
+
+def _check_tables(conn: sqlite3.Connection, path: Path) -> None:
+    """A store missing a table or a column is refused when opened, before any run is made
+    (a run made and then not storable would be paid for and lost)."""
+    for table, columns in _schema_columns().items():
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        missing = sorted(columns - have)
+        if missing:
+            what = f"the table {table!r}" if not have else f"{table}.{missing[0]}"
+            raise UserError(
+                f"The store {str(path)!r} is damaged: it has no {what}. Move it aside and pass "
+                "store= a new file."
+            )
 
 
 def _upgrade_from_1(conn: sqlite3.Connection) -> None:

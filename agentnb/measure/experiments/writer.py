@@ -33,6 +33,10 @@ run waits to be stored (plus the time to write it)."""
 _INSERT_RUN = (
     f"INSERT INTO runs ({', '.join(RUN_FIELDS)}) VALUES ({', '.join('?' * len(RUN_FIELDS))})"
 )
+_INSERT_RUN_WITH_ID = (
+    f"INSERT INTO runs (id, {', '.join(RUN_FIELDS)}) "
+    f"VALUES ({', '.join('?' * (len(RUN_FIELDS) + 1))})"
+)
 _INSERT_CALL = f"INSERT INTO calls VALUES ({', '.join('?' * (len(CALL_FIELDS) + 2))})"
 _INSERT_SPAN = f"INSERT INTO spans VALUES ({', '.join('?' * (len(SPAN_FIELDS) + 3))})"
 _RESPONSE_FIELDS = (
@@ -53,17 +57,30 @@ _INSERT_RESPONSE = (
     f"VALUES ({', '.join('?' * len(_RESPONSE_FIELDS))})"
 )
 _CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
+_UNWRITABLE = (OverflowError, TypeError, ValueError, RecursionError, sqlite3.InterfaceError)
+"""What a value SQLite or JSON cannot take raises (a nesting too deep included): that run is
+stored as text, or refused; anything else stops the writer."""
 _INT64 = (-(2**63), 2**63 - 1)
 
 
 class StoreFailed(UserError):
     """The store stopped taking runs (a full disk, a lock, a fault): what was committed is
-    kept; ``made``, ``stored`` and ``lost`` count the runs of this call."""
+    kept; ``made``, ``stored`` and ``lost`` count the runs of this call, ``unstored`` holds
+    the ``runs`` rows of those it could not store (their parameters, trial, item, outcome,
+    score and totals) and ``experiment`` the `Experiment`, to read what was stored."""
 
-    def __init__(self, message: str, made: int = 0, stored: int = 0) -> None:
+    def __init__(
+        self,
+        message: str,
+        made: int = 0,
+        stored: int = 0,
+        unstored: list[dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__(message)
         self.cause = message
         self.made, self.stored, self.lost = made, stored, made - stored
+        self.unstored: list[dict[str, Any]] = unstored or []
+        self.experiment: Any = None
 
     def __str__(self) -> str:
         return (
@@ -91,6 +108,8 @@ class Writer:
         self._conn = connect(path)  # here, so a store that cannot be written fails at once
         self._conn.isolation_level = None  # transactions and savepoints said explicitly
         self._items: deque[tuple[Any, ...]] = deque()
+        self._failed: list[dict[str, Any]] = []
+        """The runs of a batch whose commit failed (the writer stopped)."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="agentnb-store", daemon=True)
         self._thread.start()
@@ -103,10 +122,11 @@ class Writer:
         responses: list[tuple[str, dict[str, Any]]] = (),  # type: ignore[assignment]
     ) -> None:
         """Hand over one ended run: its ``runs`` row, its call rows, its span rows and the
-        answers it added to the response cache (stored with it, or not at all)."""
-        self._raise()
+        answers it added to the response cache (stored with it, or not at all). Raises
+        `StoreFailed` once the writer has stopped (the run is counted as made, not stored)."""
         self.made += 1
         self._items.append((record, rows, spans, responses))
+        self._raise()
 
     def close(self) -> None:
         """Write what was handed over, commit, stop the thread; raise what went wrong."""
@@ -116,22 +136,16 @@ class Writer:
 
     def _raise(self) -> None:
         if self.error is not None:
-            raise StoreFailed(str(self.error), self.made, self.stored)
+            unstored = [*self._failed, *(item[0] for item in self._items)]
+            raise StoreFailed(str(self.error), self.made, self.stored, unstored)
 
     def _loop(self) -> None:
         conn = self._conn
         try:
             while True:
                 stopping = self._stop.wait(FLUSH_S)
-                items = self._items
-                if items:
-                    batch = 0
-                    conn.execute("BEGIN")
-                    while items:
-                        self.refused += _write_whole(conn, items.popleft())
-                        batch += 1
-                    conn.execute("COMMIT")
-                    self.stored += batch
+                if self._items:
+                    self._write_batch(conn)
                 if stopping:
                     return
         except BaseException as exc:  # noqa: BLE001 (any failure stops the writer, and says so)
@@ -151,17 +165,85 @@ class Writer:
         finally:
             conn.close()
 
+    def _write_batch(self, conn: sqlite3.Connection) -> None:
+        """Write what the driver handed over, in one transaction. When it fails (a full disk:
+        SQLite then rolls the whole transaction back), the batch is written again one run per
+        transaction up to the run that fails: only what the store could not take is lost, and
+        counted (``_failed``, beside what stays queued)."""
+        items = self._items
+        batch = [items.popleft() for _ in range(len(items))]
+        try:
+            self._commit(conn, batch)
+        except Exception:
+            if len(batch) == 1:
+                self._failed = [batch[0][0]]
+                raise
+            for n, item in enumerate(batch):
+                try:
+                    self._commit(conn, [item])
+                except Exception:
+                    self._failed = [i[0] for i in batch[n:]]
+                    raise
+
+    def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
+        conn.execute("BEGIN IMMEDIATE")  # the write lock first: the run ids are taken here
+        try:
+            try:
+                _write_at_once(conn, batch)
+                refused = 0
+            except _UNWRITABLE:  # a value to store as text: run by run, each in a savepoint
+                conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
+                refused = sum(_write_whole(conn, item) for item in batch)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self.stored += len(batch)
+        self.refused += refused
+
+
+def _write_at_once(conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
+    """Insert a batch of runs as they are, each table in one statement (the common case:
+    values SQLite holds as given). The runs' ids are numbered here, under the write lock."""
+    (first,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()
+    runs: list[list[Any]] = []
+    calls: list[tuple[Any, ...]] = []
+    spans: list[tuple[Any, ...]] = []
+    answers: dict[str, list[tuple[Any, ...]]] = {"IGNORE": [], "REPLACE": []}
+    for n, (record, rows, span_rows, responses) in enumerate(batch):
+        run = first + n
+        runs.append([run, *(record[f] for f in RUN_FIELDS)])
+        calls.extend(_call(run, row) for row in rows)
+        spans.extend((run, *span[:-1], _json(span[-1])) for span in span_rows)
+        for key, entry in responses:
+            how = "REPLACE" if entry.get("replace") else "IGNORE"
+            answers[how].append(_response_row(key, entry, record))
+    conn.executemany(_INSERT_RUN_WITH_ID, runs)
+    conn.executemany(_INSERT_CALL, calls)
+    conn.executemany(_INSERT_SPAN, spans)
+    for how, rows in answers.items():  # (a REPLACE after an IGNORE of one key ends the same)
+        conn.executemany(_INSERT_RESPONSE.format(how), rows)
+
 
 def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
-    """Insert one run whole; 1 when it had to be stored as refused (a failed run)."""
+    """Insert one run whole; 1 when it had to be stored as refused (a failed run saying
+    why). Any other failure is raised, and its transaction is rolled back."""
     conn.execute("SAVEPOINT run")
+    refused = _write_or_refuse(conn, item)
+    conn.execute("RELEASE run")
+    return refused
+
+
+def _write_or_refuse(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
     try:
         _write(conn, item, plain=False)
-    except (OverflowError, TypeError, ValueError, sqlite3.InterfaceError):
+    except _UNWRITABLE:
         conn.execute("ROLLBACK TO run")  # a value SQLite or JSON cannot take: as text
         try:
             _write(conn, item, plain=True)
-        except (OverflowError, TypeError, ValueError, sqlite3.InterfaceError) as exc:
+        except _UNWRITABLE as exc:
             conn.execute("ROLLBACK TO run")
             record = dict(item[0])
             record.update({f: None for f in ("score", "score_type", "score_error")})
@@ -170,9 +252,7 @@ def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
                 error=f"the store could not hold this run ({type(exc).__name__}: {exc})"[:500],
             )
             conn.execute(_INSERT_RUN, [_storable(record.get(f)) for f in RUN_FIELDS])
-            conn.execute("RELEASE run")
             return 1
-    conn.execute("RELEASE run")
     return 0
 
 
@@ -187,26 +267,27 @@ def _write(conn: sqlite3.Connection, item: tuple[Any, ...], *, plain: bool) -> N
             _INSERT_SPAN, [[fix(v) for v in (run, *span[:-1], _json(span[-1]))] for span in spans]
         )
     for key, e in responses:
-        text = response_text(e["response"])
         conn.execute(
             _INSERT_RESPONSE.format("REPLACE" if e.get("replace") else "IGNORE"),
-            [
-                fix(v)
-                for v in (
-                    key,
-                    e["model"],
-                    e["trial"],
-                    e["path"],
-                    e["turn"],
-                    e["latency_s"],
-                    text,
-                    time.time(),
-                    checksum(text),
-                    record.get("wall_s"),
-                    record.get("critical_s"),
-                )
-            ],
+            [fix(v) for v in _response_row(key, e, record)],
         )
+
+
+def _response_row(key: str, e: dict[str, Any], record: dict[str, Any]) -> tuple[Any, ...]:
+    text = response_text(e["response"])
+    return (
+        key,
+        e["model"],
+        e["trial"],
+        e["path"],
+        e["turn"],
+        e["latency_s"],
+        text,
+        time.time(),
+        checksum(text),
+        record.get("wall_s"),
+        record.get("critical_s"),
+    )
 
 
 def _same(value: Any) -> Any:

@@ -685,7 +685,14 @@ async def call_model(
     return response
 
 
-_LOGGED_EVENTS = ("retry", "structured_fallback", "hosted_tool", "reasoning", "server_state_lost")
+_LOGGED_EVENTS = (
+    "retry",
+    "structured_fallback",
+    "hosted_tool",
+    "reasoning",
+    "server_state_lost",
+    "cache_refused",
+)
 """A model client's events that also go to the log lines (all stay on the call's span)."""
 
 
