@@ -8,6 +8,7 @@ the harness cannot rot silently while the code it measures changes.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -92,7 +93,9 @@ def test_a_fresh_process_first_run_is_measured_in_new_processes():
 
     rows = _check(bench_first_run(repeats=1), "first_run")
     assert [r["unit"] for r in rows] == ["ms", "ms", "s", "×", "s"]
-    assert all(r["value"] > 0 for r in rows)
+    # the "ms" rows are differences (first − next) and may be below zero on a noisy machine
+    assert all(math.isfinite(r["value"]) for r in rows)
+    assert all(r["value"] > 0 for r in rows if r["unit"] != "ms")
 
 
 def test_overhead_side_by_side_with_openai_agents_when_installed():

@@ -19,7 +19,9 @@ import pytest
 import agentnb as a
 from agentnb.measure.scenarios import CLAUSE
 
-pytestmark = pytest.mark.local_model
+# A real model on a loaded 2-core machine took over 300 s (the suite's per-test limit) for one
+# of these; on a quiet one each takes under a minute.
+pytestmark = [pytest.mark.local_model, pytest.mark.timeout(900)]
 
 INSTRUCTIONS = (
     "Ask the legal and the tax reviewer about the clause, then write the overall verdict "
