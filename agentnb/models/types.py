@@ -235,6 +235,14 @@ class ModelRequest:
         return [m.content or "" for m in self.messages if m.role == "tool"]
 
 
+def token_count(value: Any) -> int | None:
+    """A token count as a provider reported it: a whole number of zero or more, else ``None``
+    (not reported, or not a count: a gateway's ``"lots"``, a negative number, a bool)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 @dataclass(slots=True)
 class Usage:
     """Tokens reported by a provider. ``None`` means "not reported", never zero.

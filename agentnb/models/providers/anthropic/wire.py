@@ -27,6 +27,7 @@ from ...types import (
     StopReason,
     ToolCall,
     Usage,
+    token_count,
     wrapped_in_object,
 )
 from ..openai.wire import _check_tool_name, schema_instruction
@@ -294,10 +295,10 @@ def response_from_wire(message: Any, request: ModelRequest, mode: StructuredMode
         tool_calls=calls,
         usage=Usage(
             _input_tokens(usage),
-            getattr(usage, "output_tokens", None),
+            token_count(getattr(usage, "output_tokens", None)),
             1,
-            _count(getattr(usage, "cache_read_input_tokens", None)),
-            _count(getattr(usage, "cache_creation_input_tokens", None)),
+            token_count(getattr(usage, "cache_read_input_tokens", None)),
+            token_count(getattr(usage, "cache_creation_input_tokens", None)),
         ),
         stop_reason=stop,
         model=getattr(message, "model", None),
@@ -308,13 +309,9 @@ def response_from_wire(message: Any, request: ModelRequest, mode: StructuredMode
 def _input_tokens(usage: Any) -> int | None:
     """Every input token the request was billed for: cache reads and writes are reported
     apart from ``input_tokens``, and leaving them out would understate what was sent."""
-    if usage is None or getattr(usage, "input_tokens", None) is None:
+    reported = token_count(getattr(usage, "input_tokens", None))
+    if reported is None:
         return None
-    extra = (getattr(usage, "cache_creation_input_tokens", None) or 0) + (
-        getattr(usage, "cache_read_input_tokens", None) or 0
-    )
-    return int(usage.input_tokens) + int(extra)
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    written = token_count(getattr(usage, "cache_creation_input_tokens", None)) or 0
+    read = token_count(getattr(usage, "cache_read_input_tokens", None)) or 0
+    return reported + written + read

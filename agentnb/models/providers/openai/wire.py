@@ -24,7 +24,16 @@ from typing import Any, Literal
 
 from ....errors import ModelHTTPError, UserError
 from ...settings import TOOL_CHOICES, ModelSettings, unsupported
-from ...types import Message, ModelRequest, ModelResponse, OutputSchema, StopReason, ToolCall, Usage
+from ...types import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    OutputSchema,
+    StopReason,
+    ToolCall,
+    Usage,
+    token_count,
+)
 
 StructuredMode = Literal["json_schema", "json_object", "prompt"]
 WEAKER: dict[str, StructuredMode] = {"json_schema": "json_object", "json_object": "prompt"}
@@ -302,14 +311,10 @@ def usage_from_wire(usage: Any) -> Usage:
     prompt = getattr(usage, "prompt_tokens_details", None)
     completion = getattr(usage, "completion_tokens_details", None)
     return Usage(
-        getattr(usage, "prompt_tokens", None),
-        getattr(usage, "completion_tokens", None),
+        token_count(getattr(usage, "prompt_tokens", None)),
+        token_count(getattr(usage, "completion_tokens", None)),
         1,
-        _count(getattr(prompt, "cached_tokens", None)),
+        token_count(getattr(prompt, "cached_tokens", None)),
         None,
-        _count(getattr(completion, "reasoning_tokens", None)),
+        token_count(getattr(completion, "reasoning_tokens", None)),
     )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

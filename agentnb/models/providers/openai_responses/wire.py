@@ -19,7 +19,7 @@ from typing import Any
 
 from ....errors import UserError
 from ...settings import TOOL_CHOICES, ModelSettings, unsupported
-from ...types import Message, ModelRequest, ModelResponse, StopReason, ToolCall, Usage
+from ...types import Message, ModelRequest, ModelResponse, StopReason, ToolCall, Usage, token_count
 
 HOSTED_TYPES = (
     "web_search",
@@ -320,14 +320,10 @@ def usage_from_wire(usage: Any) -> Usage:
     inputs = getattr(usage, "input_tokens_details", None)
     outputs = getattr(usage, "output_tokens_details", None)
     return Usage(
-        _count(getattr(usage, "input_tokens", None)),
-        _count(getattr(usage, "output_tokens", None)),
+        token_count(getattr(usage, "input_tokens", None)),
+        token_count(getattr(usage, "output_tokens", None)),
         1,
-        _count(getattr(inputs, "cached_tokens", None)),
+        token_count(getattr(inputs, "cached_tokens", None)),
         None,
-        _count(getattr(outputs, "reasoning_tokens", None)),
+        token_count(getattr(outputs, "reasoning_tokens", None)),
     )
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
