@@ -178,7 +178,8 @@ def test_a_server_that_stops_answering_gives_a_labelled_estimate(counting):
 
 
 def test_a_provider_count_below_the_models_own_says_why(counting):
-    with TokenizingServer("llama.cpp", prompt_discount=100) as server:
+    # below the template's own tokens, yet a count (a negative one would be "not reported")
+    with TokenizingServer("llama.cpp", prompt_discount=2 * TEMPLATE + 2) as server:
         model = OpenAIModel("smollm2", base_url=server.url)
         row = a.run_sync(a.Agent("w", "Be brief.", model), "hello there").calls.iloc[0]
     assert row["tokens_in_overhead"] < 0
