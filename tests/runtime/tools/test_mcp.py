@@ -48,6 +48,16 @@ def test_an_agent_is_offered_the_servers_tools_and_calls_them():
     assert (span.name, span.status) == ("add", "ok")
 
 
+def test_an_answer_is_read_when_it_comes_not_when_the_timeouts_end():
+    # Each wait races the answer against the server's exit: it must end at the first of them
+    # (asyncio.wait's default waits for both, so every wait lasted its whole timeout).
+    server = stdio(timeout=3600, connect_timeout=3600)
+    model = ScriptedModel([tool_call("add", a=1, b=2), say("3")])
+    result = agentnb.run_sync(Agent("calc", model=model, mcp_servers=[server]), "go", timeout=240)
+    assert result.ok, result.error  # not a RunTimeout after 240 s of waiting for nothing
+    assert model.requests[1].tool_results == ["3"]
+
+
 def test_allowed_tools_leaves_the_others_out_of_every_request():
     model = ScriptedModel([tool_call("crash"), say("no")])
     server = stdio(allowed_tools=["add"])
