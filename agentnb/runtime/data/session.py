@@ -2,7 +2,9 @@
 
 ``run(agent, input, session=s)`` reads the session's history before the run and puts it
 before the new input; when the run ends ok, the new input and the run's new items are
-appended as one turn (one SQLite transaction). A failed run appends nothing. Two runs on one
+appended as one turn (one SQLite transaction). A failed run appends nothing; a turn that
+cannot be stored (a full disk, a read-only or damaged file) ends the run ``ok=False`` with
+`SessionNotSaved`, its output and trace kept, rather than raising. Two runs on one
 session at once are refused with a `UserError` (in one process by a flag; across processes
 by a claim row holding the owner's pid, taken under ``BEGIN IMMEDIATE``), never interleaved.
 """
@@ -18,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import checks
-from ...errors import UserError
+from ...errors import SessionNotSaved, UserError
 from ...models.types import Message
 
 _SCHEMA = """
@@ -150,6 +152,38 @@ class Session:
         finally:
             self._busy.release()
 
+    def end_run(self, result: Any, history: int) -> SessionNotSaved | None:
+        """After a run that `claim` let start: store its turn when it ended ok (the input
+        after the first ``history`` messages, then its new items), and end the claim.
+
+        Returns what went wrong rather than raising (the run has ended and must not raise)."""
+        error = None
+        if result.ok:
+            try:
+                self.append(list(result.inputs[history:]) + result.new_items)
+            except Exception as exc:
+                error = self._not_saved(
+                    f"its turn was not stored ({exc}); the session's history is as it was "
+                    "before the run, and the result keeps its output and trace"
+                )
+            else:
+                self.results.append(result)
+        try:
+            self.release()
+        except Exception as exc:
+            error = error or self._not_saved(
+                f"its claim on the session could not be ended ({exc}); the session stays "
+                f"claimed by this process ({os.getpid()}) until it exits"
+            )
+        return error
+
+    def _not_saved(self, what: str) -> SessionNotSaved:
+        return SessionNotSaved(
+            f"The run ended ok on session {self.id!r}, but {what}.",
+            session=self.id,
+            path=None if self.path is None else str(self.path),
+        )
+
     def _claim_row(self) -> None:
         conn = self._connect()
         try:
@@ -198,6 +232,16 @@ class Session:
             return UserError(
                 f"Session file {self.path} is locked by another program ({exc}); close it or "
                 "retry when it is free."
+            )
+        if "full" in str(exc):
+            return UserError(
+                f"Session file {self.path} is full ({exc}); free space on its disk or pass "
+                "another path."
+            )
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            return UserError(
+                f"Session file {self.path} cannot be written ({exc}); make it writable or pass "
+                "another path."
             )
         return UserError(
             f"Session file {self.path} is not a usable SQLite file ({exc}); move it aside or "

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
@@ -190,20 +191,34 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     if session is None:
         return await _execute(agent, input, ctx)
     session.claim()  # a UserError before the run starts when another run holds the session
+    ended = False
+
+    def end(result: RunResult) -> RunResult:
+        nonlocal ended
+        ended = True
+        error = session.end_run(result, ctx.history)
+        if error is None:
+            return result
+        # Not saved: the run reports it rather than raising, and keeps what it produced.
+        ctx.trace.log("session_not_saved", depth=0, path=agent.name, error=str(error))
+        return replace(result, ok=False, error=error, partial=result.final_text)
+
     try:
         history = session.sent()
-        result = await _execute(agent, input, ctx, history)
-        if result.ok:
-            session.append(list(result.inputs[len(history) :]) + result.new_items)
-            session.results.append(result)
-        return result
+        return await _execute(agent, input, ctx, history, end)
     finally:
-        session.release()
+        if not ended:  # the run did not reach its end (interrupted, or its history unreadable)
+            session.release()
 
 
 async def _execute(
-    agent: Agent, input: str | list[Message], ctx: RunContext, history: Sequence[Message] = ()
+    agent: Agent,
+    input: str | list[Message],
+    ctx: RunContext,
+    history: Sequence[Message] = (),
+    end: Callable[[RunResult], RunResult] | None = None,
 ) -> RunResult:
+    """``end`` sees the result before the run's last event (a session stores its turn)."""
     trace = ctx.trace
     raised: BaseException | None = None  # by an on_event told of the run's start
     try:
@@ -247,6 +262,8 @@ async def _execute(
     late = _finish(ctx, state, status, error)
     await close_resources(ctx)
     result = build_result(ctx, output, error or late)
+    if end is not None:
+        result = end(result)
     watchers = ctx.watchers
     if watchers is not None and watchers.sink is not None:  # streamed: the last event
         try:
