@@ -20,8 +20,8 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from ..errors import UserError
 from ..models.types import Message
-from . import commands, hints
 from ..runtime import Session
+from . import commands, hints
 from ._names import (
     resolve_model,
     resolve_output,
