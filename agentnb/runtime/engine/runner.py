@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Unpack, cast
 
@@ -192,20 +192,32 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
         return await _execute(agent, input, ctx)
     session.claim()  # a UserError before the run starts when another run holds the session
     ended = False
+    summary: tuple[int, str] | None = None  # the summary the run wrote, stored with its turn
 
     def end(result: RunResult) -> RunResult:
         nonlocal ended
         ended = True
-        error = session.end_run(result, ctx.history)
+        error = session.end_run(result, ctx.history, summary)
         if error is None:
             return result
         # Not saved: the run reports it rather than raising, and keeps what it produced.
         ctx.trace.log("session_not_saved", depth=0, path=agent.name, error=str(error))
         return replace(result, ok=False, error=error, partial=result.final_text)
 
+    async def summarized(state: AgentRun, ctx: RunContext) -> None:
+        nonlocal summary
+        assert fold is not None
+        summary = await summarize(fold, state, ctx)
+
     try:
         history = session.sent()
-        return await _execute(agent, input, ctx, history, end)
+        fold = session.fold()
+        if fold is not None:
+            from .summaries import summarize, summarizer
+
+            summarizer(fold.strategy, ctx.default_model)  # a UserError now for a bad model
+        prepare = summarized if fold is not None else None
+        return await _execute(agent, input, ctx, history, end, prepare)
     finally:
         if not ended:  # the run did not reach its end (interrupted, or its history unreadable)
             session.release()
@@ -217,8 +229,10 @@ async def _execute(
     ctx: RunContext,
     history: Sequence[Message] = (),
     end: Callable[[RunResult], RunResult] | None = None,
+    prepare: Callable[[AgentRun, RunContext], Awaitable[None]] | None = None,
 ) -> RunResult:
-    """``end`` sees the result before the run's last event (a session stores its turn)."""
+    """``end`` sees the result before the run's last event (a session stores its turn);
+    ``prepare`` runs first inside the run's timeout (a session's summary is written)."""
     trace = ctx.trace
     raised: BaseException | None = None  # by an on_event told of the run's start
     try:
@@ -243,7 +257,7 @@ async def _execute(
         timeout = ctx.limits.timeout
         try:
             turns = ctx.max_turns or agent.max_turns
-            output = await within(_resumed_then_loop(state, ctx, turns), timeout)
+            output = await within(_resumed_then_loop(state, ctx, turns, prepare), timeout)
         except DeadlinePassed:
             raise RunTimeout(
                 f"The run did not finish within its timeout of {timeout:g} s."
@@ -274,9 +288,16 @@ async def _execute(
     return result
 
 
-async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+async def _resumed_then_loop(
+    state: AgentRun,
+    ctx: RunContext,
+    max_turns: int,
+    prepare: Callable[[AgentRun, RunContext], Awaitable[None]] | None = None,
+) -> Any:
     """The agent's loop; in a resumed run, first the calls the pause left, decided (within the
-    run's timeout, like the rest)."""
+    run's timeout, like the rest); before it, ``prepare`` (see `_execute`)."""
+    if prepare is not None:
+        await prepare(state, ctx)
     if ctx.resumed is not None:
         await ctx.resumed(state, ctx)
     return await agent_loop(state, ctx, max_turns)
