@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..models.types import Message
+from ..trace.sizes import message_size
 from .caching import cache_estimate
 from .prices import Prices, add_cost
 
@@ -126,6 +127,6 @@ def _results(data: Any) -> list[Any]:
 
 
 def _chars(messages: Sequence[Message]) -> int:
-    return sum(
-        len(m.content or "") + sum(len(str(c.arguments)) for c in m.tool_calls) for m in messages
-    )
+    """What ``messages`` add to a request: each one's whole JSON object in the canonical form
+    (`agentnb.trace.sizes`), and the comma that separates it from the next."""
+    return sum(message_size(m).total + 1 for m in messages)

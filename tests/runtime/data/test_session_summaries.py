@@ -19,6 +19,7 @@ from agentnb import (
     run_sync,
     say,
 )
+from agentnb.models.canonical import dumps, message_payload
 from agentnb.models.types import ModelRequest
 from agentnb.runtime.data.memory import SUMMARY_HEADING
 
@@ -106,7 +107,9 @@ def test_the_summarisers_calls_are_rows_of_the_run_counted_apart() -> None:
     # the history the conversation's call resent: the summary message and the two kept turns
     history = [m for m in chat.requests[3].messages if m.role != "system"][:-1]
     assert table["history_messages"].iloc[3] == 5
-    assert table["chars_history"].iloc[3] == sum(len(m.content or "") for m in history)
+    assert table["chars_history"].iloc[3] == sum(
+        len(dumps(message_payload(m))) + 1 for m in history
+    )
 
 
 def test_a_summary_in_a_file_is_read_by_a_later_session_object(tmp_path: Path) -> None:
