@@ -154,6 +154,20 @@ class RunPaused(AgentRunError):
     goes on from there."""
 
 
+class SessionNotSaved(AgentRunError):
+    """A run on an `agentnb.Session` ended ok, but its turn could not be stored (a full disk,
+    a read-only, locked or damaged file), or its claim on the session could not be ended.
+
+    The run ends ``ok=False`` with this error instead of raising; its ``output`` and trace are
+    kept, so nothing the run did is lost. ``session`` is the session's id, ``path`` its file.
+    """
+
+    def __init__(self, message: str, *, session: str, path: str | None) -> None:
+        super().__init__(message)
+        self.session = session
+        self.path = path
+
+
 class AgentnbWarning(UserWarning):
     """agentnb accepted something that is likely not what was meant (a tool the model is shown
     without a description, parameters without types): the message says what to add."""
@@ -195,6 +209,7 @@ __all__ = [
     "RunPaused",
     "RunTimeout",
     "ScriptExhausted",
+    "SessionNotSaved",
     "StreamBroken",
     "ToolFailed",
     "UnreadableReply",

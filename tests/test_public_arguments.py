@@ -206,6 +206,10 @@ CONSTRUCTORS: dict[str, tuple[list[str], Any]] = {
         lambda o, v: a.HostedTool(v) if o == "type" else a.HostedTool("web_search", extra=v),
     ),
     "TestModel": (_keywords(a.TestModel), lambda o, v: a.TestModel(**{o: v})),
+    "SummarizeOlder": (
+        _keywords(a.SummarizeOlder),
+        lambda o, v: a.SummarizeOlder(**{"model": a.ScriptedModel([]), o: v}),
+    ),
     "ScriptedModel": (
         _keywords(a.ScriptedModel),
         lambda o, v: a.ScriptedModel(**{"script": [a.say("hi")], o: v}),

@@ -5,6 +5,11 @@ with n. One row per turn (one run on an `agentnb.Session`): the characters and t
 by all its model calls, split into the history the session put before the input and what
 was new, and with ``prices`` the money; ``caching="openai"`` adds what OpenAI's automatic
 prompt cache would serve (`agentnb.cache_estimate`, the earlier turns warming the cache).
+
+A summarising session (``Session(summarize=agentnb.SummarizeOlder(...))``) writes its summary
+with model calls of its own, inside the turn's run: they are counted apart, in the
+``summary_*`` columns (their agent spans carry ``session_summary=True``), and every other
+column is the conversation's own calls.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..models.types import Message
+from ..trace.sizes import message_size
 from .caching import cache_estimate
 from .prices import Prices, add_cost
 
@@ -31,18 +37,23 @@ COLUMNS = (
     "tokens_sent",
     "tokens_history_est",
     "tokens_new_est",
+    "summary_calls",
+    "chars_summary",
+    "tokens_summary",
 )
 
 
 def conversation_cost(
     session_or_results: Any, prices: Prices | None = None, caching: str | None = None
 ) -> pd.DataFrame:
-    """One row per turn of a conversation (columns `COLUMNS`, then ``cost`` with ``prices``,
-    ``tokens_in_cached_est`` with ``caching="openai"``).
+    """One row per turn of a conversation (columns `COLUMNS`, then ``cost`` and ``summary_cost``
+    with ``prices``, ``tokens_in_cached_est`` with ``caching="openai"``).
 
     ``session_or_results``: an `agentnb.Session` (the runs this object made) or the results of
     the turns in order. ``chars_history`` is the history's characters times the root agent's
-    model calls (each resends it); the token split is in proportion to the characters."""
+    model calls (each resends it); the token split is in proportion to the characters.
+    ``summary_calls``, ``chars_summary`` and ``tokens_summary`` are what the session's
+    summariser sent in that turn (0 for a session that does not summarise)."""
     import pandas as pd
 
     results = _results(session_or_results)
@@ -54,7 +65,9 @@ def conversation_cost(
         raise UserError(f"caching must be None or 'openai', got {caching!r}")
     rows = []
     for turn, result in enumerate(results, start=1):
-        calls = result.calls
+        everything = result.calls
+        summarising = _summary_rows(result, everything)
+        calls, summary = everything[~summarising], everything[summarising]
         history = result.context.history if result.context is not None else 0
         root_calls = int((calls["depth"] == 0).sum()) if len(calls) else 0
         chars_sent = int(calls["chars_in"].sum())
@@ -72,15 +85,31 @@ def conversation_cost(
             "tokens_sent": tokens_sent,
             "tokens_history_est": round(tokens_sent * share),
             "tokens_new_est": round(tokens_sent * (1 - share)),
+            "summary_calls": len(summary),
+            "chars_summary": int(summary["chars_in"].sum()),
+            "tokens_summary": float(summary["tokens_in"].sum()),
         }
         if prices is not None:
             row["cost"] = float(add_cost(calls, prices)["cost"].sum())
+            row["summary_cost"] = float(add_cost(summary, prices)["cost"].sum())
         if caching == "openai":
             cached = cache_estimate(result, "openai", earlier=results[: turn - 1] or None)
-            row["tokens_in_cached_est"] = float(cached["tokens_in_cached_est"].sum())
+            own = cached[~summarising.to_numpy()]
+            row["tokens_in_cached_est"] = float(own["tokens_in_cached_est"].sum())
         rows.append(row)
-    extra = (["cost"] if prices is not None else []) + (["tokens_in_cached_est"] if caching else [])
+    extra = (["cost", "summary_cost"] if prices is not None else []) + (
+        ["tokens_in_cached_est"] if caching else []
+    )
     return pd.DataFrame(rows, columns=[*COLUMNS, *extra])
+
+
+def _summary_rows(result: Any, calls: pd.DataFrame) -> pd.Series:
+    """Which of ``calls`` a session's summariser made (under an agent span marked
+    ``session_summary``), as a boolean mask."""
+    paths = {s.path for s in result.spans if s.kind == "agent" and s.attrs.get("session_summary")}
+    if not paths or not len(calls):
+        return calls["path"].map(lambda _: False).astype(bool)
+    return calls["path"].map(lambda p: p in paths or any(p.startswith(f"{q}/") for q in paths))
 
 
 def _results(data: Any) -> list[Any]:
@@ -98,6 +127,6 @@ def _results(data: Any) -> list[Any]:
 
 
 def _chars(messages: Sequence[Message]) -> int:
-    return sum(
-        len(m.content or "") + sum(len(str(c.arguments)) for c in m.tool_calls) for m in messages
-    )
+    """What ``messages`` add to a request: each one's whole JSON object in the canonical form
+    (`agentnb.trace.sizes`), and the comma that separates it from the next."""
+    return sum(message_size(m).total + 1 for m in messages)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import inspect
+import keyword
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -12,7 +13,7 @@ from IPython.core.error import UsageError
 
 from ..errors import UserError
 from ..models.registry import providers
-from ..runtime import Agent, BaseTool, RunResult, output_spec
+from ..runtime import Agent, BaseTool, RunResult, Session, output_spec
 
 
 def _choices(ns: Mapping[str, Any], hidden: set[str], keep: Callable[[Any], bool]) -> str:
@@ -146,6 +147,22 @@ def resolve_result(name: str, ns: Mapping[str, Any], hidden: set[str]) -> RunRes
     what = "not defined" if name not in ns else f"a {type(value).__name__}, not a RunResult"
     raise UsageError(
         f"%%agent_run: --continue {name}: {name!r} is {what}; run results in the namespace: {results}"
+    )
+
+
+def resolve_session(name: str, ns: Mapping[str, Any], hidden: set[str]) -> Session | None:
+    """``--session S``: the `agentnb.Session` in variable S, or None when S is not defined."""
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise UsageError(f"%%agent_run: --session needs a Python identifier, got {name!r}")
+    if name not in ns:
+        return None
+    value = ns[name]
+    if isinstance(value, Session):
+        return value
+    sessions = _choices(ns, hidden, lambda v: isinstance(v, Session))
+    raise UsageError(
+        f"%%agent_run: --session {name}: {name!r} is a {type(value).__name__}, not an "
+        f"agentnb.Session; sessions in the namespace: {sessions}; or a new name for a new one"
     )
 
 

@@ -20,8 +20,16 @@ from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from ..errors import UserError
 from ..models.types import Message
+from ..runtime import Session
 from . import commands, hints
-from ._names import resolve_model, resolve_output, resolve_result, resolve_tools, the_agent
+from ._names import (
+    resolve_model,
+    resolve_output,
+    resolve_result,
+    resolve_session,
+    resolve_tools,
+    the_agent,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -90,6 +98,7 @@ AGENT_RUN = _parser(
         (("--timeout",), {"metavar": "S", "type": _positive(float)}),
         (("--run-id",), {"metavar": "ID", "type": _run_id, "dest": "run_id"}),
         (("--continue",), {"metavar": "PREV", "dest": "previous"}),
+        (("--session",), {"metavar": "S"}),
         (("--no-stream",), {"action": "store_true", "dest": "no_stream"}),
     ],
 )
@@ -186,12 +195,14 @@ class AgentMagics(Magics):
 
     @cell_magic
     def agent_run(self, line: str, cell: str) -> None:
-        """``%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--no-stream]``
+        """``%%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] [--session S] [--no-stream]``
 
         Runs agent NAME on the cell body ({identifier} interpolated from the namespace), with
         a live monitor, and displays the result; -o VAR stores the RunResult in VAR. --run-id
         fixes the run id (random otherwise), so the log lines are the same on every run.
         --continue PREV sends the conversation of the earlier result PREV, then the cell body.
+        --session S keeps the conversation in the `agentnb.Session` S (a variable; a new
+        in-memory session named S is bound to S when there is none), so each cell continues it.
         Agents without a model (sub-agents included) use ``AgentMagics.default_model``.
         Streamed (the default), the monitor shows each agent's text as it is written and the
         result then takes its place; --no-stream shows the monitor's last state above it."""
@@ -200,6 +211,16 @@ class AgentMagics(Magics):
         agent = the_agent(args.name, ns, hidden)
         previous = resolve_result(args.previous, ns, hidden) if args.previous else None
         options: dict[str, Any] = {}
+        if args.session is not None:
+            if previous is not None:
+                raise UsageError(
+                    "%%agent_run: --continue and --session both give the run a history; "
+                    "pass one of them (--session S keeps the conversation across cells)"
+                )
+            # a new conversation when S is not defined: bound to S once it ran
+            options["session"] = resolve_session(args.session, ns, hidden) or Session(
+                id=args.session
+            )
         if self.default_model is not None:
             options["model"] = resolve_model(self.default_model, ns, hidden)
         if args.out is not None and (not args.out.isidentifier() or keyword.iskeyword(args.out)):
@@ -238,6 +259,8 @@ class AgentMagics(Magics):
             raise UsageError(f"%%agent_run: {_one_line(exc)}") from None
         if args.out is not None:
             ns[args.out] = result
+        if args.session is not None:
+            ns[args.session] = options["session"]
         if monitor is not False and stream:
             monitor.replace(result)  # the final result takes the live view's place
         else:

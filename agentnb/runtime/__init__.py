@@ -29,6 +29,7 @@ from .data.events import (
     ToolCallStarted,
 )
 from .data.hooks import Hooks
+from .data.memory import SummarizeOlder
 from .data.options import RunKeywords as RunKeywords
 from .data.options import RunOptions
 from .data.options import shows_run_keywords as shows_run_keywords
@@ -79,6 +80,7 @@ __all__ = [
     "RunContext",
     "RunOptions",
     "Session",
+    "SummarizeOlder",
     "RunEnded",
     "RunResult",
     "TeamTool",

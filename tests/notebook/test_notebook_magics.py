@@ -259,8 +259,8 @@ BAD_RUN = [
         "legal --frob",
         "go",
         "unknown option '--frob'; valid options: -o, --out, --timeout, --run-id, --continue, "
-        "--no-stream; usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] [--continue PREV] "
-        "[--no-stream]",
+        "--session, --no-stream; usage: %%agent_run NAME [-o VAR] [--timeout S] [--run-id ID] "
+        "[--continue PREV] [--session S] [--no-stream]",
     ),
     ("legal --run-id", "go", "argument --run-id: expected one argument"),
     (
@@ -405,6 +405,62 @@ def test_agent_run_continue_sends_the_earlier_conversation(ip):
     ]
     with pytest.raises(UsageError, match="--continue nope: 'nope' is not defined"):
         ip.run_cell_magic("agent_run", "chat --continue nope", "again")
+
+
+def test_agent_run_session_continues_the_conversation_across_cells(ip):
+    model = a.ScriptedModel([a.say("a1"), a.say("a2"), a.say("a3")])
+    ip.user_ns["chat_model"] = model
+    ip.run_cell_magic("agent", "chat --model chat_model", "Chat.")
+    cell(ip, "agent_run", "chat --session talk", "q1")
+    talk = ip.user_ns["talk"]  # a new in-memory session, bound to the name given
+    assert isinstance(talk, a.Session) and talk.id == "talk"
+    cell(ip, "agent_run", "chat --session talk -o two", "q2")
+    assert ip.user_ns["talk"] is talk
+
+    sent = [(m.role, m.content) for m in model.requests[1].messages if m.role != "system"]
+    assert sent == [("user", "q1"), ("assistant", "a1"), ("user", "q2")]
+    assert [[m.content for m in t] for t in talk.turns()] == [["q1", "a1"], ["q2", "a2"]]
+    assert a.conversation_cost(talk)["history_messages"].tolist() == [0, 2]
+
+    kept = a.Session(keep_last=1)  # a session of the user's own, with its options
+    ip.user_ns["kept"] = kept
+    cell(ip, "agent_run", "chat --session kept", "q3")
+    assert ip.user_ns["kept"] is kept and len(kept.turns()) == 1
+    assert [m.content for m in model.requests[2].messages if m.role != "system"] == ["q3"]
+
+
+BAD_SESSION = [
+    ("chat --session lookup", "--session lookup: 'lookup' is a function, not an agentnb.Session"),
+    ("chat --session 2x", "--session needs a Python identifier, got '2x'"),
+    ("chat --session", "argument --session: expected one argument"),
+    ("chat --session talk --continue one", "--continue and --session both give the run a history"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), BAD_SESSION)
+def test_bad_session_options_are_one_line_usage_errors(ip, line, message):
+    model = a.ScriptedModel([a.say("a1")])
+    ip.user_ns["chat_model"] = model
+    ip.run_cell_magic("agent", "chat --model chat_model", "Chat.")
+    ip.user_ns["one"] = a.run_sync(a.Agent("x", model=a.ScriptedModel([a.say("x")])), "x")
+    with pytest.raises(UsageError) as raised:
+        ip.run_cell_magic("agent_run", line, "q")
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert model.requests == [] and "talk" not in ip.user_ns  # nothing ran, nothing bound
+
+
+def test_a_busy_session_is_a_usage_error(ip):
+    model = a.ScriptedModel([a.say("a1")])
+    ip.user_ns["chat_model"] = model
+    ip.run_cell_magic("agent", "chat --model chat_model", "Chat.")
+    busy = ip.user_ns["busy"] = a.Session()
+    busy.claim()
+    try:
+        with pytest.raises(UsageError, match="^%%agent_run: Session 'default' is in use"):
+            ip.run_cell_magic("agent_run", "chat --session busy", "q")
+    finally:
+        busy.release()
+    assert model.requests == []
 
 
 def test_the_default_model_reaches_sub_agents_without_a_model(ip):

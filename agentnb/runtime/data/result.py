@@ -55,7 +55,8 @@ class RunResult:
     """The outcome of one run and its whole trace.
 
     A failed or interrupted run has ``ok=False``, the exception in ``error``, ``output=None``,
-    the last text the agent produced in ``partial``, and every call made so far in ``calls``.
+    the last text the agent produced in ``partial``, and every call made so far in ``calls``
+    (a run whose session could not store its turn, `SessionNotSaved`, keeps its ``output``).
     """
 
     output: Any

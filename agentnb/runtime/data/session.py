@@ -2,7 +2,9 @@
 
 ``run(agent, input, session=s)`` reads the session's history before the run and puts it
 before the new input; when the run ends ok, the new input and the run's new items are
-appended as one turn (one SQLite transaction). A failed run appends nothing. Two runs on one
+appended as one turn (one SQLite transaction). A failed run appends nothing; a turn that
+cannot be stored (a full disk, a read-only or damaged file) ends the run ``ok=False`` with
+`SessionNotSaved`, its output and trace kept, rather than raising. Two runs on one
 session at once are refused with a `UserError` (in one process by a flag; across processes
 by a claim row holding the owner's pid, taken under ``BEGIN IMMEDIATE``), never interleaved.
 """
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from ... import checks
-from ...errors import UserError
+from ...errors import SessionNotSaved, UserError
 from ...models.types import Message
+from .memory import Fold, SummarizeOlder, summary_message
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS agentnb_session_messages (
@@ -27,6 +30,8 @@ CREATE TABLE IF NOT EXISTS agentnb_session_messages (
     message TEXT NOT NULL, PRIMARY KEY (session_id, turn, position));
 CREATE TABLE IF NOT EXISTS agentnb_session_claims (
     session_id TEXT PRIMARY KEY, pid INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS agentnb_session_summaries (
+    session_id TEXT PRIMARY KEY, turns INTEGER NOT NULL, summary TEXT NOT NULL);
 """
 
 
@@ -34,7 +39,9 @@ class Session:
     """A conversation's history across runs: ``Session()`` in memory, or
     ``Session("chat.db", id="user-42")`` in a SQLite file (its own tables, created if missing).
 
-    ``keep_last=n`` sends only the last n turns to the model; every turn is still stored."""
+    ``keep_last=n`` sends only the last n turns to the model; ``summarize=SummarizeOlder(model,
+    keep_last=n)`` sends the last n and a summary of the older ones (`agentnb.runtime.data.memory`).
+    Every turn is still stored."""
 
     def __init__(
         self,
@@ -42,12 +49,22 @@ class Session:
         *,
         id: str = "default",
         keep_last: int | None = None,
+        summarize: SummarizeOlder | None = None,
     ) -> None:
         if type(id) is not str or not id:
             raise UserError(f"Session id must be a non-empty string, got {id!r}")
         checks.positive_int(keep_last, "keep_last")
+        if summarize is not None and not isinstance(summarize, SummarizeOlder):
+            raise checks.fail("Session(summarize=...)", "agentnb.SummarizeOlder(...)", summarize)
+        if summarize is not None and keep_last is not None:
+            raise UserError(
+                "Session takes keep_last= or summarize=, not both: the turns a summarising "
+                "session keeps are SummarizeOlder(model, keep_last=n)."
+            )
         self.id = id
         self.keep_last = keep_last
+        self.summarize = summarize
+        self._summary: tuple[int, str] | None = None
         self.path = None if path is None else Path(path)
         self._turns: list[list[Message]] = []
         self.results: list[Any] = []
@@ -82,18 +99,51 @@ class Session:
         return [m for turn in self.turns() for m in turn]
 
     def sent(self) -> list[Message]:
-        """The messages a run puts before its input (the last ``keep_last`` turns, or all)."""
+        """The messages a run puts before its input: the last ``keep_last`` turns, or all; on
+        a summarising session, the stored summary and the turns after it (`fold` says what a
+        run summarises first)."""
         turns = self.turns()
         if self.keep_last is not None:
             turns = turns[-self.keep_last :]
-        return [m for turn in turns for m in turn]
+        summary = self.summary() if self.summarize is not None else None
+        if summary is None:
+            return [m for turn in turns for m in turn]
+        covered, text = summary
+        return [summary_message(text)] + [m for turn in turns[covered:] for m in turn]
 
-    def append(self, messages: list[Message]) -> None:
-        """Store ``messages`` as one new turn (one transaction in SQLite)."""
+    def summary(self) -> tuple[int, str] | None:
+        """The stored summary of a summarising session: (how many turns it covers, its text)."""
+        if self.path is None:
+            return self._summary
+        with closing(self._connect()) as conn:
+            row = conn.execute(
+                "SELECT turns, summary FROM agentnb_session_summaries WHERE session_id=?",
+                (self.id,),
+            ).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def fold(self) -> Fold | None:
+        """What a run must summarise before it starts: the turns that fell out of the last
+        ``keep_last`` since the stored summary (None when there are none, or no strategy)."""
+        strategy = self.summarize
+        if strategy is None:
+            return None
+        turns = self.turns()
+        covered, summary = self.summary() or (0, None)
+        end = len(turns) - strategy.keep_last
+        if end <= covered:
+            return None
+        kept = [m for turn in turns[end:] for m in turn]
+        return Fold(strategy, summary, turns[covered:end], end, kept)
+
+    def append(self, messages: list[Message], summary: tuple[int, str] | None = None) -> None:
+        """Store ``messages`` as one new turn, and a new ``summary`` (turns covered, text) with
+        it (one transaction in SQLite)."""
         if not all(isinstance(m, Message) for m in messages):
             raise UserError("Session.append takes a list of agentnb.Message")
         if self.path is None:
             self._turns.append(list(messages))
+            self._summary = summary or self._summary
             return
         conn = self._connect()
         try:
@@ -110,6 +160,11 @@ class Session:
                         for i, m in enumerate(messages)
                     ],
                 )
+                if summary is not None:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO agentnb_session_summaries VALUES (?, ?, ?)",
+                        (self.id, *summary),
+                    )
         except sqlite3.OperationalError as exc:
             raise self._failed(exc) from None
         finally:
@@ -118,9 +173,12 @@ class Session:
     def clear(self) -> None:
         """Forget every turn of this session."""
         self._turns.clear()
+        self._summary = None
         if self.path is not None:
-            with closing(self._connect()) as conn:
+            with closing(self._connect()) as conn, conn:
+                conn.execute("BEGIN IMMEDIATE")
                 conn.execute("DELETE FROM agentnb_session_messages WHERE session_id=?", (self.id,))
+                conn.execute("DELETE FROM agentnb_session_summaries WHERE session_id=?", (self.id,))
 
     def claim(self) -> None:
         """Mark the session as in use by a run; a `UserError` if another run holds it."""
@@ -149,6 +207,41 @@ class Session:
                     conn.close()
         finally:
             self._busy.release()
+
+    def end_run(
+        self, result: Any, history: int, summary: tuple[int, str] | None = None
+    ) -> SessionNotSaved | None:
+        """After a run that `claim` let start: store its turn when it ended ok (the input
+        after the first ``history`` messages, then its new items) and the new ``summary`` the
+        run made (`fold`), and end the claim.
+
+        Returns what went wrong rather than raising (the run has ended and must not raise)."""
+        error = None
+        if result.ok:
+            try:
+                self.append(list(result.inputs[history:]) + result.new_items, summary)
+            except Exception as exc:
+                error = self._not_saved(
+                    f"its turn was not stored ({exc}); the session's history is as it was "
+                    "before the run, and the result keeps its output and trace"
+                )
+            else:
+                self.results.append(result)
+        try:
+            self.release()
+        except Exception as exc:
+            error = error or self._not_saved(
+                f"its claim on the session could not be ended ({exc}); the session stays "
+                f"claimed by this process ({os.getpid()}) until it exits"
+            )
+        return error
+
+    def _not_saved(self, what: str) -> SessionNotSaved:
+        return SessionNotSaved(
+            f"The run ended ok on session {self.id!r}, but {what}.",
+            session=self.id,
+            path=None if self.path is None else str(self.path),
+        )
 
     def _claim_row(self) -> None:
         conn = self._connect()
@@ -198,6 +291,16 @@ class Session:
             return UserError(
                 f"Session file {self.path} is locked by another program ({exc}); close it or "
                 "retry when it is free."
+            )
+        if "full" in str(exc):
+            return UserError(
+                f"Session file {self.path} is full ({exc}); free space on its disk or pass "
+                "another path."
+            )
+        if "readonly" in str(exc) or "read-only" in str(exc):
+            return UserError(
+                f"Session file {self.path} cannot be written ({exc}); make it writable or pass "
+                "another path."
             )
         return UserError(
             f"Session file {self.path} is not a usable SQLite file ({exc}); move it aside or "

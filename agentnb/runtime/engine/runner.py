@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any, Unpack, cast
 
 from pydantic import ValidationError
@@ -190,20 +191,48 @@ async def execute(agent: Agent, input: str | list[Message], ctx: RunContext) -> 
     if session is None:
         return await _execute(agent, input, ctx)
     session.claim()  # a UserError before the run starts when another run holds the session
+    ended = False
+    summary: tuple[int, str] | None = None  # the summary the run wrote, stored with its turn
+
+    def end(result: RunResult) -> RunResult:
+        nonlocal ended
+        ended = True
+        error = session.end_run(result, ctx.history, summary)
+        if error is None:
+            return result
+        # Not saved: the run reports it rather than raising, and keeps what it produced.
+        ctx.trace.log("session_not_saved", depth=0, path=agent.name, error=str(error))
+        return replace(result, ok=False, error=error, partial=result.final_text)
+
+    async def summarized(state: AgentRun, ctx: RunContext) -> None:
+        nonlocal summary
+        assert fold is not None
+        summary = await summarize(fold, state, ctx)
+
     try:
         history = session.sent()
-        result = await _execute(agent, input, ctx, history)
-        if result.ok:
-            session.append(list(result.inputs[len(history) :]) + result.new_items)
-            session.results.append(result)
-        return result
+        fold = session.fold()
+        if fold is not None:
+            from .summaries import summarize, summarizer
+
+            summarizer(fold.strategy, ctx.default_model)  # a UserError now for a bad model
+        prepare = summarized if fold is not None else None
+        return await _execute(agent, input, ctx, history, end, prepare)
     finally:
-        session.release()
+        if not ended:  # the run did not reach its end (interrupted, or its history unreadable)
+            session.release()
 
 
 async def _execute(
-    agent: Agent, input: str | list[Message], ctx: RunContext, history: Sequence[Message] = ()
+    agent: Agent,
+    input: str | list[Message],
+    ctx: RunContext,
+    history: Sequence[Message] = (),
+    end: Callable[[RunResult], RunResult] | None = None,
+    prepare: Callable[[AgentRun, RunContext], Awaitable[None]] | None = None,
 ) -> RunResult:
+    """``end`` sees the result before the run's last event (a session stores its turn);
+    ``prepare`` runs first inside the run's timeout (a session's summary is written)."""
     trace = ctx.trace
     raised: BaseException | None = None  # by an on_event told of the run's start
     try:
@@ -228,7 +257,7 @@ async def _execute(
         timeout = ctx.limits.timeout
         try:
             turns = ctx.max_turns or agent.max_turns
-            output = await within(_resumed_then_loop(state, ctx, turns), timeout)
+            output = await within(_resumed_then_loop(state, ctx, turns, prepare), timeout)
         except DeadlinePassed:
             raise RunTimeout(
                 f"The run did not finish within its timeout of {timeout:g} s."
@@ -247,6 +276,8 @@ async def _execute(
     late = _finish(ctx, state, status, error)
     await close_resources(ctx)
     result = build_result(ctx, output, error or late)
+    if end is not None:
+        result = end(result)
     watchers = ctx.watchers
     if watchers is not None and watchers.sink is not None:  # streamed: the last event
         try:
@@ -257,9 +288,16 @@ async def _execute(
     return result
 
 
-async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
+async def _resumed_then_loop(
+    state: AgentRun,
+    ctx: RunContext,
+    max_turns: int,
+    prepare: Callable[[AgentRun, RunContext], Awaitable[None]] | None = None,
+) -> Any:
     """The agent's loop; in a resumed run, first the calls the pause left, decided (within the
-    run's timeout, like the rest)."""
+    run's timeout, like the rest); before it, ``prepare`` (see `_execute`)."""
+    if prepare is not None:
+        await prepare(state, ctx)
     if ctx.resumed is not None:
         await ctx.resumed(state, ctx)
     return await agent_loop(state, ctx, max_turns)

@@ -57,7 +57,9 @@ class Connection:
             return
         ready = asyncio.ensure_future(self._ready.wait())
         try:
-            done, _ = await asyncio.wait({ready, self._task}, timeout=seconds)
+            done, _ = await asyncio.wait(
+                {ready, self._task}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             ready.cancel()
         if not done:
@@ -76,7 +78,9 @@ class Connection:
             raise ServerUnavailable(f"{self.label} has exited{self._stderr_tail()}")
         call = asyncio.ensure_future(getattr(self._session, method)(*args))
         try:
-            done, _ = await asyncio.wait({call, self._task}, timeout=seconds)
+            done, _ = await asyncio.wait(
+                {call, self._task}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED
+            )
         except BaseException:
             call.cancel()
             raise

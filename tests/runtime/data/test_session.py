@@ -245,3 +245,64 @@ def test_a_pattern_or_a_resume_refuses_a_session() -> None:
     with pytest.raises(UserError, match="pattern"):
         asyncio.run(agentnb.parallel({"x": agent, "y": agent}, "q", session=Session()))
     assert model.requests == []
+
+
+def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every SQLite connection from now on may not grow its file (SQLITE_FULL on a new page)."""
+    connect = sqlite3.connect
+
+    def full(*args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)  # type: ignore[arg-type]
+        (pages,) = conn.execute("PRAGMA page_count").fetchone()
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", full)
+
+
+def test_a_turn_that_cannot_be_stored_ends_the_run_not_ok_and_keeps_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "chat.db"
+    long = "x" * 20_000  # needs new pages of the file, which is full
+    agent, model = _agent(long, long, "again")
+    Session(path, id="u")  # the tables exist before the disk fills
+    with monkeypatch.context() as patched:
+        _full_disk(patched)
+        session = Session(path, id="u")
+        result = run_sync(agent, "q1", session=session)
+        events = list(stream_sync(agent, "q2", session=session))
+    assert not result.ok and isinstance(result.error, agentnb.errors.SessionNotSaved)
+    message = str(result.error)
+    assert "chat.db" in message and "not stored" in message and "full" in message
+    assert "\n" not in message and result.error.path == str(path)
+    assert result.output == long and result.partial == long  # nothing the run did is lost
+    assert len(result.calls) == 1 and _sent(model, 0) == [("user", "q1")]
+    assert any(r["event"] == "session_not_saved" for r in result.trace.records)
+    streamed = events[-1].result  # type: ignore[attr-defined]
+    assert not streamed.ok and isinstance(streamed.error, agentnb.errors.SessionNotSaved)
+    assert session.results == []
+    # Nothing was stored and the claim was ended: the next run starts from an empty history.
+    assert Session(path, id="u").history() == []
+    assert run_sync(agent, "q3", session=Session(path, id="u")).ok
+    assert _sent(model, 2) == [("user", "q3")]
+
+
+def test_a_file_damaged_during_the_run_ends_it_not_ok_without_raising(tmp_path: Path) -> None:
+    path = tmp_path / "chat.db"
+
+    def damage() -> str:
+        """Overwrite the session's file."""
+        path.write_bytes(b"not a database at all" * 100)
+        return "done"
+
+    model = ScriptedModel([agentnb.tool_call("damage"), say("a1")])
+    agent = Agent("a", "Answer.", model=model, tools=[damage])
+    session = Session(path, id="u")
+    result = run_sync(agent, "q1", session=session)
+    assert not result.ok and isinstance(result.error, agentnb.errors.SessionNotSaved)
+    assert "not stored" in str(result.error) and "chat.db" in str(result.error)
+    assert result.output == "a1" and len(result.calls) == 2
+    # The in-process claim ended too: the next run is refused only for the damaged file.
+    with pytest.raises(UserError, match="not a usable SQLite file"):
+        run_sync(agent, "q2", session=session)

@@ -1,5 +1,6 @@
 """Tools from MCP servers, against real servers started on this machine: one written with the
-SDK's server API (mcp_test_server.py, over stdio and streamable HTTP) and the reference
+SDK's server API (notebooks/recordings/mcp_server.py, which notebook 15 starts too, over
+stdio and streamable HTTP) and the reference
 filesystem server from npm (where node and the package are present)."""
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from agentnb import Agent, ScriptedModel, ToolGuardrail, reject_all, say, tool_c
 from agentnb.errors import RunTimeout, ToolFailed, UserError  # noqa: E402
 from agentnb.trace.tokens import tokenizer  # noqa: E402
 
-SERVER = str(Path(__file__).with_name("mcp_test_server.py"))
-SDK_TOOLS = {"add", "sleep", "crash", "has_env", "fail"}
+SERVER = str(Path(__file__).resolve().parents[3] / "notebooks" / "recordings" / "mcp_server.py")
+SDK_TOOLS = {"add", "read_note", "sleep", "crash", "has_env", "fail"}
+"""The tools of ``SERVER --faults``: its two, and those that misbehave."""
 
 
 def stdio(*extra: str, **options):
     options.setdefault("timeout", 20)
-    return agentnb.mcp.stdio(sys.executable, [SERVER, *extra], name="test", **options)
+    return agentnb.mcp.stdio(sys.executable, [SERVER, "--faults", *extra], name="test", **options)
 
 
 def tool_results(result) -> list[str]:
@@ -46,6 +48,16 @@ def test_an_agent_is_offered_the_servers_tools_and_calls_them():
     assert model.requests[1].tool_results == ["5"]  # the server's answer, read by the model
     span = next(s for s in result.spans if s.kind == "tool_call")
     assert (span.name, span.status) == ("add", "ok")
+
+
+def test_an_answer_is_read_when_it_comes_not_when_the_timeouts_end():
+    # Each wait races the answer against the server's exit: it must end at the first of them
+    # (asyncio.wait's default waits for both, so every wait lasted its whole timeout).
+    server = stdio(timeout=3600, connect_timeout=3600)
+    model = ScriptedModel([tool_call("add", a=1, b=2), say("3")])
+    result = agentnb.run_sync(Agent("calc", model=model, mcp_servers=[server]), "go", timeout=240)
+    assert result.ok, result.error  # not a RunTimeout after 240 s of waiting for nothing
+    assert model.requests[1].tool_results == ["3"]
 
 
 def test_allowed_tools_leaves_the_others_out_of_every_request():
@@ -213,7 +225,12 @@ def test_spans_record_what_each_servers_tool_specs_weigh():
     expected = sum(len(dumps(tool_payload(t))) for t in sent.tools)
     tokens = sum(words(dumps(t.as_dict())) for t in sent.tools)
     assert weights == {
-        "mcp:test": {"tools": 5, "chars": expected, "tokens": tokens, "tokens_method": "words"}
+        "mcp:test": {
+            "tools": len(SDK_TOOLS),
+            "chars": expected,
+            "tokens": tokens,
+            "tokens_method": "words",
+        }
     }
     assert result.calls["chars_in_tools"].iloc[0] == expected
     # the specs' part of the call's tokens_in: the rest is the system prompt and the messages
@@ -232,7 +249,7 @@ def test_the_tool_sources_table_says_what_each_server_adds_to_every_call():
     assert result.ok, result.error
     table = agentnb.tool_sources(result).set_index("source")
     sent = {t.name: len(dumps(tool_payload(t))) for t in model.requests[0].tools}
-    assert table.loc["mcp:test", "tools"] == 1 and table.loc["mcp:padded", "tools"] == 9
+    assert table.loc["mcp:test", "tools"] == 1 and table.loc["mcp:padded", "tools"] == 6
     assert table.loc["mcp:test", "chars_per_call"] == sent["add"]
     assert table.loc["mcp:padded", "chars"] == 2 * (sum(sent.values()) - sent["add"])
     assert list(table["calls"]) == [2, 2]
@@ -293,7 +310,7 @@ def _free_port() -> int:
 def http_server():
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, SERVER, "http", str(port)],
+        [sys.executable, SERVER, "--faults", "http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
