@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import agentnb as a
+from agentnb.measure.frontier import frontier
 
 CONTRACT = "Clause 4: the supplier's liability is unlimited. Clause 9: fees are due in 30 days."
 """Notebook 13's contract: one real problem, the uncapped liability of clause 4."""
@@ -153,23 +154,9 @@ def report(
         print(f"\npaired, checked - panel, {metric}:")
         pair = a.compare(exp, {"shape": "checked"}, {"shape": "panel"}, metric)
         print(pair.round(3).to_markdown(index=False))
-    print("\nfrontier (tokens_in against score):", ", ".join(frontier(exp)))
-
-
-def frontier(exp: a.Experiment) -> list[str]:
-    """The shapes no other shape beats on both mean tokens sent and mean score."""
-    cost = exp.summary("tokens_in").set_index("shape")["mean"]
-    score = exp.summary("score").set_index("shape")["mean"]
-    return [
-        s
-        for s in cost.index
-        if not any(
-            cost[o] <= cost[s]
-            and score[o] >= score[s]
-            and (cost[o], score[o]) != (cost[s], score[s])
-            for o in cost.index
-        )
-    ]
+    print("\nthe cost-quality frontier (tokens_in against score):")
+    table = frontier(exp, "tokens_in", "score")
+    print(table.round(3).to_markdown(index=False))
 
 
 if __name__ == "__main__":
