@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from fake_openai_server import FakeOpenAIServer, completion
+from fake_openai_server import FakeOpenAIServer, Reply, completion
 
 import agentnb as a
 from agentnb.models import Backoff
@@ -143,7 +143,5 @@ def test_a_client_given_by_the_user_is_not_timed_and_says_so():
     assert math.isnan(result.calls.iloc[0]["ttfb_s"])
 
 
-def _reply(held: Held) -> Any:
-    from _stub_server import Reply
-
-    return Reply(200, held)  # type: ignore[arg-type]  (a body that writes itself)
+def _reply(held: Held) -> Reply:
+    return Reply(200, held)  # a body that writes itself, as `Streamed` does
