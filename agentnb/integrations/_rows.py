@@ -77,6 +77,7 @@ def call_row(
         "latency_s": latency,
         "wait_s": 0.0,
         "ttft_s": span.attrs.get("ttft_s", math.nan),
+        "ttfb_s": math.nan,  # the framework's client is not agentnb's: nothing timed its bytes
         "chars_in": size("total"),
         "chars_in_system": size("system"),
         "chars_in_tools": size("tools"),

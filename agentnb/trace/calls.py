@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from ..models.http.first_byte import FIRST_BYTE_EVENT
 from ..models.local_server.tokenizer import PROVIDER
 from ..models.response_cache import CACHE_EVENT
 from ..models.types import Message, ModelRequest, ModelResponse, Usage
@@ -58,6 +59,13 @@ class CallRow:
     """Time the call waited for a concurrency slot of the model client."""
     ttft_s: float
     """Time to the first token of a streamed call (NaN when the call was not streamed)."""
+    ttfb_s: float
+    """Time to the first byte of the answer (its headers), streamed or not, from when the
+    request went, as ``latency_s`` (`agentnb.models.http.first_byte`): when the server began
+    answering, so a server that queues requests before answering shows the queue here, not
+    as generation. NaN where nothing was received over HTTP (scripted models, a cached or
+    replayed answer) or the client is the user's own (``client=...``) and the call was not
+    streamed."""
     chars_in: int
     """Characters sent (`agentnb.trace.sizes`); the ``chars_in_*`` components add up to it."""
     chars_in_system: int
@@ -123,13 +131,15 @@ class CallRow:
         None: the span's name)."""
         sizes = request_sizes(request, tally)
         provider = response.usage if response is not None else _NOT_REPORTED
-        wait, retries, cached, latency = 0.0, 0, False, None
+        wait, retries, cached, latency, ttfb = 0.0, 0, False, None, math.nan
         sent = sizes["total"]
         for event in events:
             if event.get("event") == "queue_wait":
                 wait += event.get("seconds", 0.0)
             elif event.get("event") == "retry":
                 retries += 1
+            elif event.get("event") == FIRST_BYTE_EVENT:
+                ttfb = event.get("seconds", math.nan)
             elif event.get("event") == CACHE_EVENT:
                 cached, latency = True, event.get("latency_s")
             elif event.get("event") == "server_state":  # the model client sent less
@@ -155,6 +165,7 @@ class CallRow:
             (span.ended or 0.0) - span.started - wait if latency is None else latency,
             wait,
             ttft,
+            ttfb,
             sizes["total"],
             sizes["system"],
             sizes["tools"],
@@ -222,7 +233,7 @@ class CallRow:
         return self.as_dict()  # counted first: what the counts came from stays behind
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        for column, value in state.items():
+        for column, value in {**_ADDED_LATER, **state}.items():
             setattr(self, column, value)
         self.pending = None
 
@@ -315,6 +326,9 @@ def _grew_from(messages: list[Message], before: list[Message]) -> bool:
         n == 0 or (messages[0] is before[0] and messages[n - 1] is before[n - 1])
     )
 
+
+_ADDED_LATER: dict[str, Any] = {"ttfb_s": math.nan}
+"""Columns a row pickled before they existed reads as (not measured then)."""
 
 CALL_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CallRow) if f.name != "pending")
 """The columns of ``RunResult.calls``, in order: the fields of `CallRow`."""

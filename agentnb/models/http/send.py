@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import ModelHTTPError, UnreadableReply
 from ..types import ModelResponse
 from .attempt_limit import Deadline
+from .first_byte import first_byte_event
 from .gate import check_request_allowed
 from .limit import Limit
 from .rules import Failure, PerLoop, scrub
@@ -113,6 +114,9 @@ class Slots(PerLoop[Slot]):
         else:
             longer = longer_than(response, owner.max_response_chars)
             if longer is None:
+                arrived = first_byte_event(raw, attempts.started)
+                if arrived is not None:
+                    events.append(arrived)
                 response.events[:0] = events
                 return response
             raise attempts.error(Failure(raw.status_code, longer, retryable=False))

@@ -31,6 +31,7 @@ from ...errors import ModelHTTPError, StreamBroken, UnreadableReply
 from ..deltas import StreamItem, TextChunk, ToolCallChunk
 from ..types import ModelResponse
 from .attempt_limit import Deadline
+from .first_byte import first_byte_event
 from .rules import Failure
 from .send import Slots
 
@@ -194,9 +195,11 @@ async def stream_with_retries(
         chars = 0  # their text and arguments
         failed: Failure | None = None
         deadline = Deadline(owner.timeout, idle=owner.stream_idle)
+        arrived: dict[str, Any] | None = None
         try:
             async with AsyncExitStack() as stack:
                 raw = await deadline.run(stack.enter_async_context(open_stream()))
+                arrived = first_byte_event(raw, attempts.started, now_if_unstamped=True)
                 why = ""
                 body = utf8_lines(raw.iter_bytes())
                 lines = deadline.each(server_events(body))
@@ -248,6 +251,8 @@ async def stream_with_retries(
                 None, slots.scrub(f"a stream that cannot be read ({exc})"), retryable=False
             )
         else:
+            if arrived is not None:
+                events.append(arrived)
             response.events[:0] = events
             yield response
             return

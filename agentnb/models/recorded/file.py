@@ -67,7 +67,8 @@ MAX_LINE_BYTES = 64 * 2**20
 """The longest line read (64 MiB): far above a recorded answer (a 20 MB one reads), a bound
 on what a file that is not a recording (``/dev/zero``, a huge blob) can make replay load."""
 _CHECKSUM = re.compile(r',"sha256":"([0-9a-f]{64})"\}\s*$')
-_UNSTABLE_EVENTS = frozenset({"queue_wait"})
+_UNSTABLE_EVENTS = frozenset({"queue_wait", "first_byte"})
+"""Timings of one call, not part of its answer: a replayed or cached answer was not waited for."""
 
 
 class _Strict(BaseModel):

@@ -16,7 +16,7 @@ from agentnb.models import Backoff
 
 KEY = "sk-test-" + uuid.uuid4().hex
 FAST = Backoff(initial=0.001, jitter=0.0)
-TIMES = ("started", "ended", "latency_s", "ttft_s")
+TIMES = ("started", "ended", "latency_s", "ttft_s", "ttfb_s")
 
 
 @a.tool
@@ -62,6 +62,9 @@ def test_openai_streams_text_and_tool_calls_and_gives_the_unstreamed_result():
     assert list(result.calls["provider_tokens_in"]) == [10, 10]
     assert result.usage == expected.usage
     assert result.calls["ttft_s"].notna().all() and expected.calls["ttft_s"].isna().all()
+    # both timed to the first byte; a stream's headers come before its first token
+    assert result.calls["ttfb_s"].notna().all() and expected.calls["ttfb_s"].notna().all()
+    assert (result.calls["ttfb_s"] <= result.calls["ttft_s"]).all()
     # what went over the wire: the same request, streamed, with usage asked for
     first = server.bodies[0]
     assert first["stream"] is True and first["stream_options"] == {"include_usage": True}
@@ -144,6 +147,7 @@ def test_anthropic_streams_its_events_and_gives_the_unstreamed_result():
     assert result.output == expected.output == "The sum is 5."
     untimed = [c for c in expected.calls.columns if c not in (*TIMES, "run_id")]
     assert result.calls[untimed].equals(expected.calls[untimed])
+    assert result.calls["ttfb_s"].notna().all() and expected.calls["ttfb_s"].notna().all()
     assert list(result.calls["provider_tokens_out"]) == [9, 9]  # message_delta's count
     assert list(result.calls["provider_tokens_in"]) == [30, 30]  # message_start's count
     assert server.bodies[0]["stream"] is True

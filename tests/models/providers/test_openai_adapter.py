@@ -175,7 +175,11 @@ def test_a_429_with_retry_after_is_retried_and_the_retry_is_traced(server):
     assert result.ok, result.error
     assert list(result.calls["retries"]) == [1]
     span = next(s for s in result.spans if s.kind == "model_call")
-    assert span.attrs["events"] == [{"event": "retry", "attempt": 1, "status": 429, "wait_s": 0.0}]
+    retry, arrived = span.attrs["events"]
+    assert retry == {"event": "retry", "attempt": 1, "status": 429, "wait_s": 0.0}
+    # the answer's first byte, timed like latency_s: from the first attempt, retries included
+    assert arrived["event"] == "first_byte" and arrived["seconds"] == result.calls["ttfb_s"][0]
+    assert 0 <= arrived["seconds"] <= result.calls["latency_s"][0]
     retry_lines = [json.loads(x) for x in result.log_lines() if '"model_retry"' in x]
     assert retry_lines[0]["status"] == 429 and retry_lines[0]["path"] == "worker"
     assert len(server.bodies) == 2

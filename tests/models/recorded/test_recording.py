@@ -12,7 +12,7 @@ from agentnb.models import Backoff
 from agentnb.models.recorded.recorder import first_difference
 from agentnb.trace.sizes import request_payload
 
-TIMING = ["run_id", "span_id", "parent_id", "started", "ended", "latency_s", "wait_s"]
+TIMING = ["run_id", "span_id", "parent_id", "started", "ended", "latency_s", "wait_s", "ttfb_s"]
 
 
 def numbers(result: a.RunResult):
@@ -187,6 +187,8 @@ def test_a_real_client_run_replays_offline_with_usage_and_retries(tmp_path):
 
     assert original.ok and replayed.ok, (original.error, replayed.error)
     assert numbers(replayed).equals(numbers(original))
+    # a replayed answer was not waited for: no first byte (the recording keeps no timing)
+    assert original.calls["ttfb_s"].notna().all() and replayed.calls["ttfb_s"].isna().all()
     assert list(replayed.calls["provider_tokens_in"]) == [50, 70]
     assert list(replayed.calls["retries"]) == [1, 0]
     assert list(replayed.calls["model"]) == ["fake-model", "fake-model"]

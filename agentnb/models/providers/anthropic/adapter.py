@@ -23,6 +23,7 @@ from typing import Any
 from .... import checks
 from ....errors import UserError
 from ...deltas import StreamItem
+from ...http.first_byte import http_client
 from ...http.model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
 from ...http.rules import Backoff
 from ...local_server import tokenizer as tokenizing
@@ -115,7 +116,9 @@ class AnthropicModel(HTTPModel):
     def _make_client(self, api_key: str, base_url: str | None) -> Any:
         import anthropic
 
-        return anthropic.AsyncAnthropic(api_key=api_key, base_url=base_url, max_retries=0)
+        return anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=http_client(anthropic)
+        )
 
     def wire_request(self, request: ModelRequest) -> dict[str, Any]:
         """What this call sends (Messages API), as the response cache keys it."""

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from .... import checks
 from ....errors import ModelHTTPError, UserError
 from ...deltas import StreamItem
+from ...http.first_byte import http_client
 from ...http.model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, NO_KEY, HTTPModel
 from ...http.rules import Backoff, Failure, Secret, is_loopback
 from ...local_server import tokenizer as tokenizing
@@ -183,7 +184,9 @@ class OpenAIModel(HTTPModel):
     def _make_client(self, api_key: str, base_url: str | None) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+        return openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=http_client(openai)
+        )
 
     def _body(self, request: ModelRequest, mode: StructuredMode | None) -> dict[str, Any]:
         """The keywords of one Chat Completions call, plain or streamed: the wire body, and

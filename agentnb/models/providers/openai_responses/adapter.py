@@ -26,6 +26,7 @@ from .... import checks
 from ....errors import UserError
 from ...canonical import canonical_request
 from ...deltas import StreamItem
+from ...http.first_byte import http_client
 from ...http.model import DEFAULT_BACKOFF, MAX_RESPONSE_CHARS, HTTPModel
 from ...http.rules import Backoff, Failure
 from ...request_fields import extra_body
@@ -158,7 +159,9 @@ class OpenAIResponsesModel(HTTPModel):
     def _make_client(self, api_key: str, base_url: str | None) -> Any:
         import openai
 
-        return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+        return openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, http_client=http_client(openai)
+        )
 
     def _plan(self, request: ModelRequest, events: list[dict[str, Any]]) -> Plan:
         """What this call sends: in server mode, the continuation and its traced event."""
