@@ -92,6 +92,10 @@ class RunContext:
     paused_agents: dict[str, tuple[str, AgentRun]] = field(default_factory=dict)
     """Sub-agents a pause went through, by path, each with the id of the call that ran it:
     their histories are part of the state."""
+    scripts: dict[str, int] = field(default_factory=dict)
+    """For a paused run: how far each `ScriptedModel` of its agents had gone in its script
+    when the run paused, by agent name ("" for the run's default model). The engine writes it
+    as the run ends (it knows the agents); the state records it."""
     inputs: tuple[Message, ...] = ()
     """The messages the root agent started from (``result.new_items`` is what came after)."""
     ended: BaseException | None = None

@@ -23,6 +23,7 @@ from ...errors import (
     ModelRetry,
     OutputValidationError,
     RunCancelled,
+    RunPaused,
     RunTimeout,
     ToolFailed,
     UserError,
@@ -83,6 +84,7 @@ from ..tools.context import ToolCallContext
 from ..tools.enabled import enabled_tools
 from ..tools.function import BaseTool, read_arguments
 from ..tools.mcp import server_tools
+from .resume import script_positions
 
 
 @shows_run_keywords
@@ -244,6 +246,8 @@ async def _execute(
     except BaseException as exc:  # user code or a client raised (SystemExit too): report it
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
+    if isinstance(error, RunPaused):  # where the scripts stand is part of the paused state
+        ctx.scripts = script_positions(running(state), ctx)
     late = _finish(ctx, state, status, error)
     await close_resources(ctx)
     result = build_result(ctx, output, error or late)
