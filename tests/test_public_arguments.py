@@ -182,7 +182,7 @@ def _keywords(fn: Any, *skip: str) -> list[str]:
     parameters = inspect.signature(fn).parameters
     names = [p for p in parameters if p not in skip and p != "options"]
     if "options" in parameters:
-        from agentnb.runtime.engine.agent_tool import AS_TOOL_KEYWORDS
+        from agentnb.runtime.data.options import AS_TOOL_KEYWORDS
         from agentnb.runtime.tools.function import TOOL_KEYWORDS
 
         typed = str(parameters["options"].annotation)

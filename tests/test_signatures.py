@@ -14,7 +14,7 @@ import agentnb as a
 from agentnb.measure import sweep
 from agentnb.models.http.model import HTTPModel
 from agentnb.runtime import RunOptions
-from agentnb.runtime.engine.agent_tool import AsToolOptions
+from agentnb.runtime.data.options import AsToolOptions
 
 RUN_ENTRY_POINTS = [
     a.run,

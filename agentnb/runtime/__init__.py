@@ -40,7 +40,6 @@ from .data.run_state import RunState
 from .data.session import Session
 from .data.state import AgentRun as AgentRun
 from .data.transfer import Transfer
-from .engine.agent_tool import AgentTool
 from .engine.blocking import main_thread_blocked, run_sync
 from .engine.resume import resume
 from .engine.runner import execute as execute
@@ -56,6 +55,7 @@ from .guards.approval import set_default_approver as set_default_approver
 from .handoffs.handoff import Handoff, HandoffConfig
 from .handoffs.handoff import intent_message as intent_message
 from .handoffs.handoff import user_message as user_message
+from .tools.agent_tool import AgentTool
 from .tools.context import ToolCallContext
 from .tools.function import BaseTool as BaseTool
 from .tools.function import Tool, tool

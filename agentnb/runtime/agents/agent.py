@@ -20,7 +20,10 @@ from ...models.base import ModelClient
 from ...models.settings import ModelSettings, check_settings
 from ..data.callbacks import check_callable
 from ..data.hooks import check_hooks
+from ..data.options import AsToolOptions
+from ..data.signatures import lists_keywords
 from ..guards.guardrails import Guardrail, as_guardrails
+from ..tools.agent_tool import AgentTool, as_tool_defaults
 from ..tools.function import BaseTool, function_tool
 from ..tools.mcp import Server, check_servers
 from .instructions import check_sections
@@ -31,7 +34,6 @@ from .settings import ToolUseBehavior, check_behavior
 if TYPE_CHECKING:
     from ..data.hooks import Hooks
     from ..data.state import AgentRun
-    from ..engine.agent_tool import AgentTool, AsToolOptions
     from .prompt import PromptSection
 
 
@@ -298,7 +300,7 @@ class Agent:
             name: The tool's name (default: the agent's name in snake case).
             description: What the caller's model is told the tool does (default: the
                 agent's ``description``).
-            **options: The options below (`agentnb.runtime.engine.agent_tool.AsToolOptions`).
+            **options: The options below (`agentnb.runtime.data.options.AsToolOptions`).
 
         Keyword Args:
             max_turns (int | None): The sub-agent's turn limit for calls through this tool (default: the
@@ -333,8 +335,6 @@ class Agent:
         Raises:
             UserError: an option has a value it does not accept.
         """
-        from ..engine.agent_tool import AgentTool
-
         return AgentTool.build(self, name, description, **options)
 
     @contextmanager
@@ -385,6 +385,10 @@ class Agent:
         if self.output_type is not None:
             parts.append(f"output_type={getattr(self.output_type, '__name__', self.output_type)}")
         return f"Agent({', '.join(parts)})"
+
+
+# ``as_tool`` takes ``**options: Unpack[AsToolOptions]``: its signature lists them, for help().
+lists_keywords(Agent.as_tool, AsToolOptions, as_tool_defaults())
 
 
 @dataclass(slots=True)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ... import checks
+from ...errors import UserError
 from ...models.types import Message, Usage
 from ...trace.spans import Trace
 
@@ -92,6 +94,10 @@ class RunContext:
     paused_agents: dict[str, tuple[str, AgentRun]] = field(default_factory=dict)
     """Sub-agents a pause went through, by path, each with the id of the call that ran it:
     their histories are part of the state."""
+    scripts: dict[str, int] = field(default_factory=dict)
+    """For a paused run: how far each `ScriptedModel` of its agents had gone in its script
+    when the run paused, by agent name ("" for the run's default model). The engine writes it
+    as the run ends (it knows the agents); the state records it."""
     inputs: tuple[Message, ...] = ()
     """The messages the root agent started from (``result.new_items`` is what came after)."""
     ended: BaseException | None = None
@@ -104,6 +110,10 @@ class RunContext:
     open_resources: dict[Any, Any] = field(default_factory=dict)
     """What the run opened and closes when it ends, each with an async ``close()``: the
     connections to MCP servers (`agentnb.runtime.tools.mcp`), shared by the hierarchy."""
+    agent_loop: AgentLoop | None = None
+    """How this run runs an agent below one of its agents (`run_below`): the engine's
+    `agentnb.runtime.engine.runner.run_below`, given by the engine that made this context
+    (this floor, and the concepts above it, do not import the engine)."""
 
     @classmethod
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:
@@ -136,9 +146,30 @@ class RunContext:
             approvals=list(self.approvals),
             ended=None,  # the result's own error says it (a user's exception may not pickle)
             open_resources={},
+            agent_loop=None,
         )
+
+    async def run_below(self, state: AgentRun, max_turns: int, call_id: str | None = None) -> Any:
+        """Run ``state`` (an agent below another of this run: a sub-agent called as a tool, a
+        guardrail's agent) until it answers, within ``max_turns``; returns its final output.
+        ``call_id`` names the tool call that runs a sub-agent, so that a resumed run goes on
+        from the history it had at the pause (`agentnb.runtime.engine.resume`)."""
+        if self.agent_loop is None:
+            raise UserError(
+                "This RunContext was made by hand and cannot run agents; run the agent with "
+                "agentnb.run(...), which makes the context."
+            )
+        return await self.agent_loop(state, self, max_turns, call_id)
 
     @property
     def depth(self) -> int:
         """The depth of the deepest agent running now (0 when only the root runs, or none)."""
         return max((a.depth for a in self.active), default=0)
+
+
+class AgentLoop(Protocol):
+    """What runs an agent below another of a run until it answers (the engine supplies it)."""
+
+    def __call__(
+        self, state: AgentRun, ctx: RunContext, max_turns: int, call_id: str | None = None
+    ) -> Awaitable[Any]: ...

@@ -4,7 +4,8 @@
 `verify_loop`, `judge`) take the same keywords, typed once as `RunKeywords`
 (``**options: Unpack[RunKeywords]``, so a type checker checks every caller); each builds one
 `RunOptions` with `RunOptions.of`, whose construction checks every option (a mistake raises
-`UserError` before anything starts), and hands it on to `start_context`.
+`UserError` before anything starts), and hands it on to `start_context`. An agent called as a
+tool has its own options, typed once as `AsToolOptions` (``Agent.as_tool(**options)``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import inspect
 import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, Union
+
+from pydantic import BaseModel
 
 from ... import checks
 from ...errors import UserError
@@ -28,7 +31,9 @@ from .session import Session
 from .signatures import F, lists_keywords
 
 if TYPE_CHECKING:
+    from .context import RunContext
     from .events import Event
+    from .result import RunResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +206,7 @@ KEYWORDS = frozenset(f.name for f in fields(RunOptions))
 """The keyword options a run takes."""
 
 DEFAULT = RunOptions()
+"""No options: every default."""
 
 
 def shows_run_keywords(fn: F) -> F:
@@ -209,4 +215,29 @@ def shows_run_keywords(fn: F) -> F:
     return lists_keywords(fn, RunKeywords, {f.name: f.default for f in fields(RunOptions)})
 
 
-"""No options: every default."""
+NeedsApproval = Union[bool, Callable[..., Union[bool, Awaitable[bool]]]]  # noqa: UP007
+"""``True`` (every call), ``False`` (none), or ``fn(ctx, arguments) -> bool`` (or, as before,
+``fn(pending) -> bool``), sync or async."""
+
+
+class AsToolOptions(TypedDict, total=False):
+    """The keyword options of `Agent.as_tool` (each described there), for
+    ``**options: Unpack[AsToolOptions]``; the defaults are `AgentTool`'s."""
+
+    max_turns: int | None
+    timeout: float | None
+    max_tokens: int | None
+    max_result_chars: int | None
+    input_schema: type[BaseModel] | None
+    input_builder: Callable[[Any, RunContext], str] | None
+    extractor: Callable[[RunResult], str | Awaitable[str]] | None
+    needs_approval: NeedsApproval
+    input_guardrails: Sequence[Callable[..., Any]] | None
+    output_guardrails: Sequence[Callable[..., Any]] | None
+    propagate_guardrails: bool
+    is_enabled: Any
+    by_handle: bool | None
+
+
+AS_TOOL_KEYWORDS = frozenset(AsToolOptions.__annotations__)
+"""The keyword options `Agent.as_tool` takes."""

@@ -12,6 +12,7 @@ from ...models.types import Message, ToolSpec, Usage
 from ...trace.render import result_html, result_text
 from ...trace.spans import Span, Trace
 from .outcome import to_text
+from .run_state import run_state
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -112,8 +113,6 @@ class RunResult:
         approvals)`` goes on from it, in this process or another (see
         `agentnb.runtime.engine.resume`). With ``key`` it is signed (HMAC-SHA256), and resume
         needs the same key: keep the key apart from the state."""
-        from ..engine.resume import run_state
-
         return run_state(self, key)
 
     def to_input_list(self) -> list[Message]:

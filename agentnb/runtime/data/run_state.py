@@ -16,10 +16,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
 
-from ...errors import UserError
+from ...errors import RunPaused, UserError
 from ...models.types import Message
+
+if TYPE_CHECKING:
+    from .result import RunResult
 
 STATE_VERSION = 2
 
@@ -155,3 +159,93 @@ def message_state(m: Message) -> dict[str, Any]:
         "name": m.name,
         "generated": m.generated,
     }
+
+
+def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
+    """``result.to_state()``: a sealed, JSON-able state to resume a paused run from. All of it
+    is the run's data; where the agents' scripts stood is what the engine wrote down as the
+    run paused (`RunContext.scripts`)."""
+    ctx = result.context
+    if ctx is None or not isinstance(result.error, RunPaused) or ctx.root is None:
+        raise UserError(
+            "to_state() is for a paused run (approver='pause', error RunPaused); this run "
+            f"ended with {type(result.error).__name__ if result.error else 'ok=True'}."
+        )
+    state = ctx.root
+    kept = dict(ctx.paused_agents)
+    listed = {(i.path, i.call_id) for i in ctx.interruptions}
+    listed |= {(path.rpartition("/")[0], call_id) for path, (call_id, _) in kept.items()}
+    rerun = [
+        {"path": path, "call_id": c.id, "tool": c.name, "arguments_text": c.arguments}
+        for path, messages in [(state.path, state.messages)]
+        + [(p, sub.messages) for p, (_, sub) in kept.items()]
+        for c in unanswered(messages)
+        if (path, c.id) not in listed
+    ]
+    return seal(
+        {
+            "agentnb_state": STATE_VERSION,
+            "run_id": ctx.run_id,
+            "agent": state.agent.name,
+            "path": state.path,
+            "turns": state.turns,
+            "messages": [message_state(m) for m in state.messages],
+            "interruptions": [asdict(i) for i in ctx.interruptions],
+            "rerun": rerun,
+            "sub_agents": {
+                path: {
+                    "agent": sub.agent.name,
+                    "turns": sub.turns,
+                    "messages": [message_state(m) for m in sub.messages],
+                    "call_id": call_id,
+                }
+                for path, (call_id, sub) in kept.items()
+            },
+            "artifacts": {k: v for k, v in ctx.artifacts.items() if k != "input"},
+            "input": ctx.artifacts.get("input", ""),
+            "usage": asdict(ctx.usage),
+            "model_calls": ctx.model_calls,
+            "calls": [_row(row.as_dict()) for row in ctx.trace.call_rows],
+            "approvals": [_jsonable(asdict(r)) for r in ctx.approvals],
+            "scripts": dict(ctx.scripts),
+        },
+        key,
+    )
+
+
+def _row(row: dict[str, Any]) -> dict[str, Any]:
+    """A calls row as JSON: NaN as None, the prefix (not JSON) left out."""
+    clean = {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+    clean["prefix"] = None
+    return _jsonable(clean)
+
+
+def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v if _is_json(v) else str(v)) for k, v in row.items()}
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def unanswered(messages: list[Any]) -> list[Any]:
+    """The calls of the last assistant message without a result after it (messages as
+    `Message` or `MessageState`; calls as (name, arguments, id))."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            return [c for c in _calls(message) if _id(c) not in answered]
+    return []
+
+
+def _calls(message: Any) -> list[Any]:
+    return list(message.tool_calls)
+
+
+def _id(call: Any) -> str:
+    return call[2] if isinstance(call, list) else str(call.id)

@@ -10,7 +10,7 @@ from ...trace.history import HistoryTally
 from ...trace.spans import Span
 
 if TYPE_CHECKING:
-    from .context import TokenBudget
+    from .context import RunContext, TokenBudget
     from .events import Watchers
     from .protocols import AgentLike
 
@@ -55,3 +55,31 @@ def discard(active: list[AgentRun], state: AgentRun) -> None:
             del active[i]
             return
     raise ValueError("the sub-agent's run is not among the running agents")
+
+
+def sub_agent_started(ctx: RunContext, state: AgentRun) -> None:
+    """A sub-agent (called as a tool, or a child run a tool started) starts: it is among the
+    running agents, and a ``sub_agent_start`` log line says where."""
+    ctx.active.append(state)
+    ctx.trace.log("sub_agent_start", depth=state.depth, path=state.path, agent=state.agent.name)
+
+
+def sub_agent_ended(
+    ctx: RunContext, state: AgentRun, span: Span, status: str, error: str | None = None
+) -> None:
+    """A sub-agent stopped with ``status`` (``error``: what went wrong, for the log): it is no
+    longer running, what was still open under its span is cut short, the span ends and a
+    ``sub_agent_end`` log line says how. ``span`` is the one it started in, named for the agent
+    that started (a handoff inside it moves ``state.span`` on)."""
+    discard(ctx.active, state)
+    ctx.trace.close_open_under(span, "cancelled" if status == "ok" else status)
+    ctx.trace.end(span, status, turns=state.turns)
+    ctx.trace.log(
+        "sub_agent_end",
+        depth=state.depth,
+        path=state.path,
+        agent=span.name,
+        turns=state.turns,
+        status=status,
+        **({"error": error} if error is not None else {}),
+    )

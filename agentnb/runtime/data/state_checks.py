@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ...errors import UserError
 from ...trace.calls import CallRow
-from .run_state import STATE_VERSION, canonical
+from .run_state import STATE_VERSION, canonical, unanswered
 
 Count = Annotated[int, Field(ge=0)]
 Seconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -166,25 +166,6 @@ def check_shape(state: Any) -> StateShape:
             f"resume(): the state's {where} is wrong: {first['msg']}, got {given}{more}. "
             "Resume a state only as to_state() wrote it."
         ) from None
-
-
-def unanswered(messages: list[Any]) -> list[Any]:
-    """The calls of the last assistant message without a result after it (messages as
-    `Message` or `MessageState`; calls as (name, arguments, id))."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if message.role == "assistant":
-            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
-            return [c for c in _calls(message) if _id(c) not in answered]
-    return []
-
-
-def _calls(message: Any) -> list[Any]:
-    return list(message.tool_calls)
-
-
-def _id(call: Any) -> str:
-    return call[2] if isinstance(call, list) else str(call.id)
 
 
 def check_calls(shape: StateShape, limit_turns: int, limit_calls: int | None) -> None:

@@ -24,9 +24,9 @@ from ...models.types import Message, Usage
 from ..agents.agent import Agent, model_client
 from ..data.deadline import DeadlinePassed, within
 from ..data.result import RunResult
-from ..data.state import AgentRun, discard
+from ..data.state import AgentRun, sub_agent_ended, sub_agent_started
+from ..tools.agent_tool import ends_the_run
 from ..tools.context import ToolCallContext
-from .agent_tool import ends_the_run
 from .runner import agent_loop
 
 if TYPE_CHECKING:
@@ -101,8 +101,7 @@ async def run_child(
         )
         trace.end(span, "refused")
         return _result(state, ctx, error, inputs, first_row)
-    ctx.active.append(state)
-    trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
+    sub_agent_started(ctx, state)
     status, error = "ok", None
     waiting = len(ctx.interruptions)
     try:
@@ -130,18 +129,8 @@ async def run_child(
         status = "error"
         raise
     finally:
-        discard(ctx.active, state)
-        trace.close_open_under(span, "cancelled" if status == "ok" else status)
-        trace.end(span, status, turns=state.turns)
-        trace.log(
-            "sub_agent_end",
-            depth=depth,
-            path=path,
-            agent=agent.name,
-            turns=state.turns,
-            status=status,
-            **({"error": f"{type(error).__name__}: {error}"} if error is not None else {}),
-        )
+        told = f"{type(error).__name__}: {error}" if error is not None else None
+        sub_agent_ended(ctx, state, span, status, told)
     return _result(state, ctx, error, inputs, first_row)
 
 

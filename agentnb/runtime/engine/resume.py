@@ -24,16 +24,15 @@ go on from.
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ...errors import RunPaused, UserError
+from ...errors import UserError
 from ...models.scripted import ScriptedModel
 from ...models.types import Message, ToolCall, Usage
 from ...trace.calls import CallRow
 
-# The pause marker is in data/approvals.py; these names stay importable from here.
+# The pause marker is in data/approvals.py, and what writes the state (`run_state`, for
+# `RunResult.to_state`) in data/run_state.py; these names stay importable from here.
 from ..data.approvals import PAUSE as PAUSE
 from ..data.approvals import ApprovalRecord, Granted, Interruption
 from ..data.approvals import Paused as Paused
@@ -41,8 +40,9 @@ from ..data.approvals import canonical_arguments as canonical_arguments
 from ..data.approvals import pause_run as pause_run
 from ..data.approvals import paused_call as paused_call
 from ..data.options import shows_run_keywords
-from ..data.run_state import STATE_VERSION, RunState, message_state, seal, verify
-from ..data.state_checks import check_calls, check_shape, row_values, unanswered
+from ..data.run_state import run_state as run_state
+from ..data.run_state import unanswered, verify
+from ..data.state_checks import check_calls, check_shape, row_values
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
@@ -52,59 +52,7 @@ if TYPE_CHECKING:
     from ..data.state_checks import MessageState, StateShape
     from ..guards.approval import Approval
 
-# -- the state
-
-
-def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
-    """``result.to_state()``: a sealed, JSON-able state to resume a paused run from."""
-    from .runner import running
-
-    ctx = result.context
-    if ctx is None or not isinstance(result.error, RunPaused) or ctx.root is None:
-        raise UserError(
-            "to_state() is for a paused run (approver='pause', error RunPaused); this run "
-            f"ended with {type(result.error).__name__ if result.error else 'ok=True'}."
-        )
-    state = ctx.root
-    kept = dict(ctx.paused_agents)
-    listed = {(i.path, i.call_id) for i in ctx.interruptions}
-    listed |= {(path.rpartition("/")[0], call_id) for path, (call_id, _) in kept.items()}
-    rerun = [
-        {"path": path, "call_id": c.id, "tool": c.name, "arguments_text": c.arguments}
-        for path, messages in [(state.path, state.messages)]
-        + [(p, sub.messages) for p, (_, sub) in kept.items()]
-        for c in unanswered(messages)
-        if (path, c.id) not in listed
-    ]
-    return seal(
-        {
-            "agentnb_state": STATE_VERSION,
-            "run_id": ctx.run_id,
-            "agent": state.agent.name,
-            "path": state.path,
-            "turns": state.turns,
-            "messages": [message_state(m) for m in state.messages],
-            "interruptions": [asdict(i) for i in ctx.interruptions],
-            "rerun": rerun,
-            "sub_agents": {
-                path: {
-                    "agent": sub.agent.name,
-                    "turns": sub.turns,
-                    "messages": [message_state(m) for m in sub.messages],
-                    "call_id": call_id,
-                }
-                for path, (call_id, sub) in kept.items()
-            },
-            "artifacts": {k: v for k, v in ctx.artifacts.items() if k != "input"},
-            "input": ctx.artifacts.get("input", ""),
-            "usage": asdict(ctx.usage),
-            "model_calls": ctx.model_calls,
-            "calls": [_row(row.as_dict()) for row in ctx.trace.call_rows],
-            "approvals": [_jsonable(asdict(r)) for r in ctx.approvals],
-            "scripts": _positions(running(state), ctx),
-        },
-        key,
-    )
+# -- the state (written by `agentnb.runtime.data.run_state.run_state`, ``result.to_state()``)
 
 
 def keep_paused(ctx: RunContext, state: AgentRun, call_id: str) -> None:
@@ -116,25 +64,6 @@ def keep_paused(ctx: RunContext, state: AgentRun, call_id: str) -> None:
 def _from_message(m: MessageState) -> Message:
     calls = tuple(ToolCall(name, arguments, call_id) for name, arguments, call_id in m.tool_calls)
     return Message(m.role, m.content, calls, m.tool_call_id, m.name, generated=m.generated)
-
-
-def _row(row: dict[str, Any]) -> dict[str, Any]:
-    """A calls row as JSON: NaN as None, the prefix (not JSON) left out."""
-    clean = {k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
-    clean["prefix"] = None
-    return _jsonable(clean)
-
-
-def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
-    return {k: (v if _is_json(v) else str(v)) for k, v in row.items()}
-
-
-def _is_json(value: Any) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def _agents(root: Agent) -> dict[str, Agent]:
@@ -155,9 +84,10 @@ def _agents(root: Agent) -> dict[str, Agent]:
     return found
 
 
-def _positions(current: Agent, ctx: RunContext) -> dict[str, int]:
+def script_positions(current: Agent, ctx: RunContext) -> dict[str, int]:
     """How far each `ScriptedModel` of the agents has gone in its script ("" for the run's
-    default model)."""
+    default model): what a paused run's state records (`RunContext.scripts`), so that an
+    offline example resumes where it stood."""
     positions = {
         name: agent.model.position
         for name, agent in _agents(current).items()

@@ -24,6 +24,7 @@ from ...errors import (
     ModelRetry,
     OutputValidationError,
     RunCancelled,
+    RunPaused,
     RunTimeout,
     ToolFailed,
     UserError,
@@ -84,6 +85,7 @@ from ..tools.context import ToolCallContext
 from ..tools.enabled import enabled_tools
 from ..tools.function import BaseTool, read_arguments
 from ..tools.mcp import server_tools
+from .resume import answer_pending, keep_paused, resumed_history, script_positions
 
 
 @shows_run_keywords
@@ -143,6 +145,7 @@ def start_context(
     if _counts_while_running(agent, options):  # loaded before the run's clock starts
         preload(*_models(agent, default))
     ctx = RunContext.create(options, t0=t0)
+    ctx.agent_loop = run_below
     ctx.default_model = default
     ctx.model_settings = check_settings(options.model_settings, "run(model_settings=...)")
     ctx.artifacts = {"input": _input_text(input), **ctx.artifacts}
@@ -273,6 +276,8 @@ async def _execute(
     except BaseException as exc:  # user code or a client raised (SystemExit too): report it
         error = exc
     status = "ok" if error is None else ("timeout" if isinstance(error, RunTimeout) else "error")
+    if isinstance(error, RunPaused):  # where the scripts stand is part of the paused state
+        ctx.scripts = script_positions(running(state), ctx)
     late = _finish(ctx, state, status, error)
     await close_resources(ctx)
     result = build_result(ctx, output, error or late)
@@ -422,6 +427,26 @@ def running(state: AgentRun) -> Agent:
     if not isinstance(agent, Agent):
         raise TypeError(f"an AgentRun runs an Agent, not {type(agent).__name__}")
     return agent
+
+
+async def run_below(
+    state: AgentRun, ctx: RunContext, max_turns: int, call_id: str | None = None
+) -> Any:
+    """`RunContext.run_below`: run an agent below another of the run (a sub-agent called as a
+    tool, a guardrail's agent) until it answers. For a sub-agent, ``call_id`` names the call
+    that runs it: in a resumed run it goes on from the history it had at the pause, the calls
+    it was waiting on answered first; a pause inside it keeps its history in the run's state."""
+    if call_id is None:
+        return await agent_loop(state, ctx, max_turns)
+    kept = resumed_history(ctx, state.path, call_id)
+    if kept is not None:
+        state.messages[:] = kept
+    try:
+        await answer_pending(state, ctx)
+        return await agent_loop(state, ctx, max_turns)
+    except RunPaused:
+        keep_paused(ctx, state, call_id)
+        raise
 
 
 async def agent_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:

@@ -20,9 +20,9 @@ from ...models.types import ToolSpec
 from ..data.outcome import ToolOutcome
 from ..guards.tool_guardrails import invoke_checked
 from ..tools import handles
+from ..tools.agent_tool import AgentTool
 from ..tools.context import ToolCallContext
 from ..tools.function import BaseTool
-from .agent_tool import AgentTool
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent

@@ -103,7 +103,7 @@ _INSTANT: frozenset[Any] = frozenset({approve_all, reject_all})
 
 
 class SubAgentCall(Protocol):
-    """What approval reads of an agent called as a tool (`AgentTool`, in the engine a floor up)."""
+    """What approval reads of an agent called as a tool (`AgentTool`, which imports this)."""
 
     @property
     def name(self) -> str: ...

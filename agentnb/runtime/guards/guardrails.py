@@ -255,8 +255,6 @@ async def _ask_agent(
     guard: Guardrail, value: Any, state: AgentRun, ctx: RunContext, span: Span
 ) -> GuardrailResult:
     """Run the guardrail's agent on ``value`` below ``span``; its answer decides."""
-    from ..engine.runner import agent_loop  # the run loop calls guardrails: imported when one runs
-
     agent = guard.agent
     assert agent is not None and guard.trip_when is not None
     if any(agent is above for above in state.lineage):
@@ -282,7 +280,7 @@ async def _ask_agent(
     ctx.active.append(sub)
     status = "error"
     try:
-        output = await agent_loop(sub, ctx, agent.max_turns)
+        output = await ctx.run_below(sub, agent.max_turns)
         status = "ok"
     except asyncio.CancelledError:
         status = "cancelled"

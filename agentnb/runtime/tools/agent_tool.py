@@ -5,6 +5,9 @@ instructions and what the call hands it), and the caller always gets text back â
 or a plain statement of what went wrong ("did not answer within 0.3 s"), never a blank.
 Before each call the guards run in order: depth, recursion (the agent already on the path),
 then the run's model-call budget (the only one that ends the run).
+
+The tool is a concept, like any tool; running the sub-agent's turns is the engine's, reached
+through the run's context (`RunContext.run_below`), so this floor never imports the engine.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import MISSING, dataclass, field, fields
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypedDict, Union, Unpack
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Unpack
 
 from pydantic import BaseModel, Field
 
@@ -33,25 +36,26 @@ from ...trace.tokens import preload
 from ...words import plural
 from ..data.context import RunContext, TokenBudget
 from ..data.deadline import DeadlinePassed, within
+from ..data.options import AS_TOOL_KEYWORDS as AS_TOOL_KEYWORDS
+from ..data.options import AsToolOptions
+from ..data.options import NeedsApproval as NeedsApproval
 from ..data.outcome import ToolOutcome, ToolStatus, model_text
 from ..data.result import RunResult
 from ..data.signatures import lists_keywords
-from ..data.state import AgentRun, discard
+from ..data.state import AgentRun, sub_agent_ended, sub_agent_started
 from ..guards.approval import ask_approval, check_needs_approval
 from ..guards.tool_guardrails import check_tool_guardrails
-from ..tools import handles
-from ..tools.context import ToolCallContext
-from ..tools.enabled import check_is_enabled
-from ..tools.function import (
+from . import handles
+from .context import ToolCallContext
+from .enabled import check_is_enabled
+from .function import (
     DEFAULT_MAX_RESULT_CHARS,
     BaseTool,
     clip_result,
     truncate,
     validate_arguments,
 )
-from ..tools.schema import clean_schema
-from .resume import answer_pending, keep_paused, resumed_history
-from .runner import agent_loop
+from .schema import clean_schema
 
 if TYPE_CHECKING:
     from ..agents.agent import Agent
@@ -69,33 +73,6 @@ class SubAgentInput(BaseModel):
 
 _INPUT_ONLY = {handles.INPUT: ""}
 """The documents of a run that has only its input: what `spec` (outside a run) describes."""
-
-
-NeedsApproval = Union[bool, Callable[..., Union[bool, Awaitable[bool]]]]  # noqa: UP007
-"""``True`` (every call), ``False`` (none), or ``fn(ctx, arguments) -> bool`` (or, as before,
-``fn(pending) -> bool``), sync or async."""
-
-
-class AsToolOptions(TypedDict, total=False):
-    """The keyword options of `Agent.as_tool` (each described there), for
-    ``**options: Unpack[AsToolOptions]``; the defaults are `AgentTool`'s."""
-
-    max_turns: int | None
-    timeout: float | None
-    max_tokens: int | None
-    max_result_chars: int | None
-    input_schema: type[BaseModel] | None
-    input_builder: Callable[[Any, RunContext], str] | None
-    extractor: Callable[[RunResult], str | Awaitable[str]] | None
-    needs_approval: NeedsApproval
-    input_guardrails: Sequence[Callable[..., Any]] | None
-    output_guardrails: Sequence[Callable[..., Any]] | None
-    propagate_guardrails: bool
-    is_enabled: Any
-    by_handle: bool | None
-
-
-AS_TOOL_KEYWORDS = frozenset(AsToolOptions.__annotations__)
 
 
 class _Admitted(NamedTuple):
@@ -324,43 +301,30 @@ class AgentTool(BaseTool):
             budgets = (*budgets, budget)
         state = AgentRun(
             agent,
-            resumed_history(ctx, path, tcx.call_id) or [Message.user(admitted.text)],
+            [Message.user(admitted.text)],
             depth,
             path,
             (*caller.lineage, agent),
             span,
             budgets,
         )
-        ctx.active.append(state)
-        trace.log("sub_agent_start", depth=depth, path=path, agent=agent.name)
+        sub_agent_started(ctx, state)
         status, failure = "ok", None
         try:
             turns = self.max_turns or agent.max_turns
-            await within(_resumed_then_loop(state, ctx, turns), self.timeout)
+            await within(ctx.run_below(state, turns, tcx.call_id), self.timeout)
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError):
                 status = "cancelled"
                 raise
-            if isinstance(exc, RunPaused):
-                keep_paused(ctx, state, tcx.call_id)
             if ends_the_run(exc, self.propagate_guardrails):
                 status = "error"
                 raise
             failure = self._failure(exc, state)
             status = failure.status
         finally:
-            discard(ctx.active, state)
-            trace.close_open_under(span, "cancelled" if status == "ok" else status)
-            trace.end(span, status, turns=state.turns)
-            trace.log(
-                "sub_agent_end",
-                depth=depth,
-                path=path,
-                agent=agent.name,
-                turns=state.turns,
-                status=status,
-                **({"error": model_text(failure)} if failure is not None else {}),
-            )
+            error = model_text(failure) if failure is not None else None
+            sub_agent_ended(ctx, state, span, status, error)
         return state, failure
 
     async def report(
@@ -449,22 +413,10 @@ class AgentTool(BaseTool):
         return f"AgentTool({self.name!r} -> {self.agent.name!r})"
 
 
-async def _resumed_then_loop(state: AgentRun, ctx: RunContext, max_turns: int) -> Any:
-    """The sub-agent's loop; in a resumed run, first the calls it was waiting on (within the
-    tool's timeout, like the rest)."""
-    await answer_pending(state, ctx)
-    return await agent_loop(state, ctx, max_turns)
+def as_tool_defaults() -> dict[str, Any]:
+    """The defaults of the as-tool options: `AgentTool`'s fields'."""
+    return {f.name: f.default for f in fields(AgentTool) if f.default is not MISSING}
 
 
-def _list_as_tool_keywords() -> None:
-    """`Agent.as_tool` and `AgentTool.build` take ``**options: Unpack[AsToolOptions]``; their
-    signatures list them, with `AgentTool`'s defaults (the engine sets this on the concept it
-    builds on, as it loads)."""
-    from ..agents.agent import Agent
-
-    defaults = {f.name: f.default for f in fields(AgentTool) if f.default is not MISSING}
-    lists_keywords(Agent.as_tool, AsToolOptions, defaults)
-    lists_keywords(AgentTool.build, AsToolOptions, defaults)
-
-
-_list_as_tool_keywords()
+# `build` takes ``**options: Unpack[AsToolOptions]``: its signature lists them, as `Agent.as_tool`'s does.
+lists_keywords(AgentTool.build, AsToolOptions, as_tool_defaults())
