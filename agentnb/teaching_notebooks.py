@@ -15,7 +15,7 @@ from pathlib import Path
 NUMBERED = "[0-9][0-9]_*.ipynb"
 """The teaching sequence: every notebook whose name starts with two digits (solutions excluded)."""
 
-RECORDINGS = ("recordings/*.jsonl", "recordings/*.csv", "recordings/*.py")
+RECORDINGS = ("recordings/*.jsonl", "recordings/*.csv", "recordings/*.py", "recordings/*.db")
 """What notebook 08 replays (and the script that recorded it), copied beside the notebooks so
 it runs offline."""
 
