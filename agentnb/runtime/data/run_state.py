@@ -2,7 +2,7 @@
 
 A state holds the conversation of every paused agent (the user's input, the model's answers,
 the tool results), the documents attached to the run, the calls waiting for approval and the
-run's records so far (usage, calls table, decisions). It holds no key and no agent definition.
+run's records so far (usage, the tokens its token budget counts, calls table, decisions). It holds no key and no agent definition.
 
 Sealing: ``integrity.fields`` has the SHA-256 of each top-level field's canonical JSON,
 ``integrity.digest`` the SHA-256 of that map. With a key (``to_state(key=...)``),
@@ -21,7 +21,7 @@ from typing import Any
 from ...errors import UserError
 from ...models.types import Message
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 _INTEGRITY = "integrity"
 

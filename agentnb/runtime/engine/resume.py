@@ -98,6 +98,9 @@ def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
             "input": ctx.artifacts.get("input", ""),
             "usage": asdict(ctx.usage),
             "model_calls": ctx.model_calls,
+            "tokens_used": sum(
+                row.budget_tokens()[0] for row in ctx.trace.call_rows if row.status == "ok"
+            ),
             "calls": [_row(row.as_dict()) for row in ctx.trace.call_rows],
             "approvals": [_jsonable(asdict(r)) for r in ctx.approvals],
             "scripts": _positions(running(state), ctx),
@@ -232,6 +235,7 @@ async def resume(
         shape,
         run_options.max_turns or current.max_turns,
         limits.max_model_calls if limits is not None else None,
+        limits.max_tokens if limits is not None else None,
     )
     messages = [_from_message(m) for m in shape.messages]
     ctx = start_context(current, messages, run_options)  # nothing has run yet
@@ -347,6 +351,8 @@ class Resumption:
         self.decisions = decisions
         self.subs = dict(shape.sub_agents)
         self.turns: dict[str, int] = {shape.path: shape.turns}
+        self.tokens_used = shape.tokens_used
+        """What the run's token budget counted before the pause (it goes on from there)."""
 
     async def __call__(self, state: AgentRun, ctx: RunContext) -> None:
         from ..guards.approval import record_decision
