@@ -92,6 +92,9 @@ class RunContext:
     paused_agents: dict[str, tuple[str, AgentRun]] = field(default_factory=dict)
     """Sub-agents a pause went through, by path, each with the id of the call that ran it:
     their histories are part of the state."""
+    paused_twice: list[str] = field(default_factory=list)
+    """Sub-agent paths a pause went through in two calls at once (parallel calls of one
+    sub-agent): a state cannot hold both, so ``to_state()`` refuses, saying what to do."""
     inputs: tuple[Message, ...] = ()
     """The messages the root agent started from (``result.new_items`` is what came after)."""
     ended: BaseException | None = None

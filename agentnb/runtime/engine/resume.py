@@ -65,6 +65,7 @@ def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
             f"ended with {type(result.error).__name__ if result.error else 'ok=True'}."
         )
     state = ctx.root
+    _check_one_pause_per_path(ctx)
     kept = dict(ctx.paused_agents)
     listed = {(i.path, i.call_id) for i in ctx.interruptions}
     listed |= {(path.rpartition("/")[0], call_id) for path, (call_id, _) in kept.items()}
@@ -111,8 +112,31 @@ def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
 
 def keep_paused(ctx: RunContext, state: AgentRun, call_id: str) -> None:
     """A sub-agent a pause went through (run by the caller's call ``call_id``): its history
-    is part of the paused run's state."""
+    is part of the paused run's state. A second call of the same sub-agent paused at once is
+    noted (`_check_one_pause_per_path`), never kept in the first one's place."""
+    kept = ctx.paused_agents.get(state.path)
+    if kept is not None and kept[0] != call_id:
+        ctx.paused_twice.append(state.path)
+        return
     ctx.paused_agents[state.path] = (call_id, state)
+
+
+def _check_one_pause_per_path(ctx: RunContext) -> None:
+    """A `UserError` when the pause went through two calls of one sub-agent at once: a state
+    keeps one paused history per sub-agent path, so such a run cannot be resumed."""
+    keys = [(i.path, i.call_id) for i in ctx.interruptions]
+    twice = sorted(set(ctx.paused_twice) | {path for path, _ in keys if keys.count((path, _)) > 1})
+    if not twice:
+        return
+    path = twice[0]
+    parent, _, tool = path.rpartition("/")
+    raise UserError(
+        f"to_state(): the run paused inside two calls of {tool!r} made at once by {parent} "
+        f"(path {path}); a state holds one paused call per sub-agent path, so this run cannot "
+        "be resumed. Decide those calls during the run instead (approver=a function, or "
+        "agentnb.approve_all), or give the sub-agent one tool per parallel call "
+        f"(agent.as_tool(name='{tool}_2', ...)) so each pause has its own path."
+    )
 
 
 def _from_message(m: MessageState) -> Message:

@@ -121,3 +121,45 @@ def test_the_tokens_used_are_sealed_with_the_state():
     with pytest.raises(a.UserError, match="tokens_used no longer match"):
         a.run_sync(a.resume(reported()[0], state, True, limits=a.Limits(max_tokens=150)))
     assert ran == [] or ran[-1] != {"order": "7", "amount": 40}
+
+
+# -- (c) two parallel calls of one sub-agent that both pause
+
+
+def fan_out(*tools: str) -> tuple[a.Agent, a.ScriptedModel]:
+    """A lead calling sub-agent tools at once, each of whose calls pauses at a refund."""
+
+    def support_step(request: a.ModelRequest) -> Any:
+        if request.tool_results:
+            return a.say("ok")
+        return a.tool_call("refund", order=request.messages[0].content[-1], amount=1)
+
+    support = a.Agent("support", "x", a.ScriptedModel(support_step), [refund])
+    as_tools = [support.as_tool(name=name) for name in dict.fromkeys(tools)]
+    calls = [a.tool_call(name, input=f"refund {i}") for i, name in enumerate(tools, start=7)]
+    model = a.ScriptedModel([calls, a.say("lead done")])
+    return a.Agent("lead", "x", model, as_tools), model
+
+
+def test_two_parallel_pauses_in_one_sub_agent_are_refused_when_the_state_is_written():
+    paused = a.run_sync(fan_out("support", "support")[0], "go", approver="pause")
+    assert isinstance(paused.error, a.RunPaused)
+    assert [i.arguments["order"] for i in paused.interruptions] == ["7", "8"]
+
+    # before: a state was written that resume refused ("lists call call_1_0 ... twice")
+    with pytest.raises(a.UserError, match=r"two calls of 'support'.*cannot be resumed.*approver="):
+        paused.to_state()
+    assert ran == []
+
+
+def test_one_tool_per_parallel_call_pauses_and_resumes_both():
+    paused = a.run_sync(fan_out("support", "support_2")[0], "go", approver="pause")
+    state = through_json(paused)
+    agent, model = fan_out("support", "support_2")
+    ran.clear()
+
+    result = a.run_sync(a.resume(agent, state, True))
+
+    assert result.ok and result.output == "lead done", result.error
+    assert sorted(r["order"] for r in ran) == ["7", "8"]
+    assert model.requests[-1].tool_results == ["ok", "ok"]
