@@ -9,6 +9,13 @@ kernel, or ``%load_ext agentnb``):
   or to call ``agentnb.run_sync``;
 - a forgotten ``await`` (``agentnb.run(...).output``) says the same.
 
+The coroutine a cell gave to ``asyncio.run`` can never be awaited (only the traceback IPython
+keeps holds it), so it is closed when the hint is shown: otherwise its "coroutine ... was never
+awaited" warning comes whenever the garbage collector frees that traceback, in some later
+cell's output. A forgotten ``await`` leaves the coroutine with the user (``result`` may still be
+awaited), so it is left open, and only the error's own reference to it is dropped: its warning,
+if it comes, comes when the user lets go of it, as in a script.
+
 Every other exception shows IPython's usual traceback. IPython keeps one such handler per
 shell (``set_custom_exc``); one installed by another extension is kept and called for the
 exceptions this module does not shorten.
@@ -16,7 +23,9 @@ exceptions this module does not shorten.
 
 from __future__ import annotations
 
+import inspect
 import sys
+from types import TracebackType
 from typing import Any
 
 from ..errors import UserError
@@ -53,11 +62,29 @@ def install(shell: Any) -> None:
             if previous is not None and kept_types and isinstance(value, kept_types):
                 return previous(etype, value, tb, tb_offset)
             return self.showtraceback((etype, value, tb), tb_offset=tb_offset)
+        if isinstance(value, RuntimeError):
+            close_unawaited_coroutines(tb)
+        elif isinstance(value, AttributeError):
+            value.obj = None
         print(line, file=sys.stderr)
         return None
 
     show._agentnb_hints = True  # type: ignore[attr-defined]
     shell.set_custom_exc((Exception,), show)
+
+
+def close_unawaited_coroutines(tb: TracebackType | None) -> None:
+    """Close the coroutines never started that asyncio's frames in ``tb`` were given (the
+    argument of an ``asyncio.run`` that refused to run): nothing can await them any more."""
+    while tb is not None:
+        frame = tb.tb_frame
+        if str(frame.f_globals.get("__name__", "")).startswith("asyncio"):
+            for value in frame.f_locals.values():
+                if inspect.iscoroutine(value) and (
+                    inspect.getcoroutinestate(value) == inspect.CORO_CREATED
+                ):
+                    value.close()
+        tb = tb.tb_next
 
 
 def _install_on_running_shell() -> None:

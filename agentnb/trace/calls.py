@@ -241,6 +241,21 @@ class CallRow:
         """The fields in the order of `CALL_COLUMNS`."""
         return row_values(self)
 
+    def budget_tokens(self) -> tuple[int, str]:
+        """What this call costs against a token budget (`agentnb.Limits` ``max_tokens``,
+        ``as_tool(max_tokens=...)``), and how it was counted: the provider's usage where it
+        reported one, else agentnb's count, else an estimate of a token per four characters."""
+        if self.provider_tokens_in is not None:
+            return self.provider_tokens_in + (self.provider_tokens_out or 0), (
+                "provider-reported usage"
+            )
+        if self.tokens_in is not None:
+            return self.tokens_in + (self.tokens_out or 0), self.tokens_method
+        return (
+            math.ceil((self.chars_in + self.chars_out) / 4),
+            "an estimate of characters/4 (no tokenizer available)",
+        )
+
     def as_dict(self) -> dict[str, Any]:
         """The row as a dict, keyed by `CALL_COLUMNS`."""
         return dict(zip(CALL_COLUMNS, row_values(self), strict=True))

@@ -81,3 +81,26 @@ def test_hint_for_knows_only_the_mistakes_it_names():
     assert hint_for(UserError("bad")) == "UserError: bad"
     assert hint_for(RuntimeError("something else")) is None
     assert hint_for(AttributeError("'dict' object has no attribute 'output'")) is None
+
+
+def test_the_coroutine_asyncio_run_refused_never_warns_in_a_later_cell(kernel: KernelClient):
+    execute(kernel, "import asyncio\nasyncio.run(agentnb.run(reviewer, 'x'))")
+    execute(kernel, "{}['an error: IPython lets go of the last traceback']")
+    messages = execute(kernel, "import gc\ngc.collect()\nprint('after')")
+    # before: "RuntimeWarning: coroutine 'run' was never awaited", whenever the collector ran
+    assert stderr(messages) == ""
+    assert tracebacks(messages) == []
+
+
+def test_a_forgotten_await_leaves_the_coroutine_to_the_user(kernel: KernelClient):
+    execute(
+        kernel,
+        "model = agentnb.ScriptedModel([agentnb.say('Awaited.')])\n"
+        "pending = agentnb.run(agentnb.Agent('p', 'Be brief.', model), 'the input')\n"
+        "pending.output",
+    )
+    messages = execute(
+        kernel, "print((await pending).output, model.requests[0].messages[-1].content)"
+    )
+    printed = "".join(m["content"]["text"] for m in messages if m["msg_type"] == "stream")
+    assert printed == "Awaited. the input\n"

@@ -98,6 +98,9 @@ class RunContext:
     """For a paused run: how far each `ScriptedModel` of its agents had gone in its script
     when the run paused, by agent name ("" for the run's default model). The engine writes it
     as the run ends (it knows the agents); the state records it."""
+    paused_twice: list[str] = field(default_factory=list)
+    """Sub-agent paths a pause went through in two calls at once (parallel calls of one
+    sub-agent): a state cannot hold both, so ``to_state()`` refuses, saying what to do."""
     inputs: tuple[Message, ...] = ()
     """The messages the root agent started from (``result.new_items`` is what came after)."""
     ended: BaseException | None = None

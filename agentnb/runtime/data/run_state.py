@@ -2,7 +2,7 @@
 
 A state holds the conversation of every paused agent (the user's input, the model's answers,
 the tool results), the documents attached to the run, the calls waiting for approval and the
-run's records so far (usage, calls table, decisions). It holds no key and no agent definition.
+run's records so far (usage, the tokens its token budget counts, calls table, decisions). It holds no key and no agent definition.
 
 Sealing: ``integrity.fields`` has the SHA-256 of each top-level field's canonical JSON,
 ``integrity.digest`` the SHA-256 of that map. With a key (``to_state(key=...)``),
@@ -23,9 +23,10 @@ from ...errors import RunPaused, UserError
 from ...models.types import Message
 
 if TYPE_CHECKING:
+    from .context import RunContext
     from .result import RunResult
 
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 _INTEGRITY = "integrity"
 
@@ -172,6 +173,7 @@ def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
             f"ended with {type(result.error).__name__ if result.error else 'ok=True'}."
         )
     state = ctx.root
+    _check_one_pause_per_path(ctx)
     kept = dict(ctx.paused_agents)
     listed = {(i.path, i.call_id) for i in ctx.interruptions}
     listed |= {(path.rpartition("/")[0], call_id) for path, (call_id, _) in kept.items()}
@@ -205,11 +207,32 @@ def run_state(result: RunResult, key: str | bytes | None = None) -> RunState:
             "input": ctx.artifacts.get("input", ""),
             "usage": asdict(ctx.usage),
             "model_calls": ctx.model_calls,
+            "tokens_used": sum(
+                row.budget_tokens()[0] for row in ctx.trace.call_rows if row.status == "ok"
+            ),
             "calls": [_row(row.as_dict()) for row in ctx.trace.call_rows],
             "approvals": [_jsonable(asdict(r)) for r in ctx.approvals],
             "scripts": dict(ctx.scripts),
         },
         key,
+    )
+
+
+def _check_one_pause_per_path(ctx: RunContext) -> None:
+    """A `UserError` when the pause went through two calls of one sub-agent at once: a state
+    keeps one paused history per sub-agent path, so such a run cannot be resumed."""
+    keys = [(i.path, i.call_id) for i in ctx.interruptions]
+    twice = sorted(set(ctx.paused_twice) | {path for path, _ in keys if keys.count((path, _)) > 1})
+    if not twice:
+        return
+    path = twice[0]
+    parent, _, tool = path.rpartition("/")
+    raise UserError(
+        f"to_state(): the run paused inside two calls of {tool!r} made at once by {parent} "
+        f"(path {path}); a state holds one paused call per sub-agent path, so this run cannot "
+        "be resumed. Decide those calls during the run instead (approver=a function, or "
+        "agentnb.approve_all), or give the sub-agent one tool per parallel call "
+        f"(agent.as_tool(name='{tool}_2', ...)) so each pause has its own path."
     )
 
 

@@ -119,7 +119,7 @@ CallRowState = create_model(
 
 
 class StateShape(_Strict):
-    agentnb_state: Literal[2]
+    agentnb_state: Literal[3]
     run_id: Name
     agent: Name
     """The root agent running when the run paused (after its handoffs)."""
@@ -134,6 +134,9 @@ class StateShape(_Strict):
     input: str
     usage: UsageState
     model_calls: Count
+    tokens_used: Count
+    """The tokens the run spent before the pause, as its token budget counts them
+    (`agentnb.trace.calls.CallRow.budget_tokens`): ``Limits(max_tokens=...)`` counts them too."""
     calls: list[CallRowState]  # type: ignore[valid-type]
     approvals: list[ApprovalState]
     scripts: dict[str, Count]
@@ -168,7 +171,9 @@ def check_shape(state: Any) -> StateShape:
         ) from None
 
 
-def check_calls(shape: StateShape, limit_turns: int, limit_calls: int | None) -> None:
+def check_calls(
+    shape: StateShape, limit_turns: int, limit_calls: int | None, limit_tokens: int | None = None
+) -> None:
     """A `UserError` unless every history's unanswered calls are the ones the state lists,
     exactly, and the counters are within the run's limits."""
     histories: dict[str, list[MessageState]] = {shape.path: shape.messages}
@@ -250,6 +255,11 @@ def check_calls(shape: StateShape, limit_turns: int, limit_calls: int | None) ->
         raise UserError(
             f"resume(): the run has made {shape.model_calls} model calls, "
             f"Limits(max_model_calls={limit_calls}) allows {limit_calls}; raise it to go on."
+        )
+    if limit_tokens is not None and shape.tokens_used > limit_tokens:
+        raise UserError(
+            f"resume(): the run has used {shape.tokens_used:,} tokens before its pause, "
+            f"Limits(max_tokens={limit_tokens}) allows {limit_tokens:,}; raise it to go on."
         )
 
 

@@ -57,7 +57,13 @@ if TYPE_CHECKING:
 
 def keep_paused(ctx: RunContext, state: AgentRun, call_id: str) -> None:
     """A sub-agent a pause went through (run by the caller's call ``call_id``): its history
-    is part of the paused run's state."""
+    is part of the paused run's state. A second call of the same sub-agent paused at once is
+    noted, never kept in the first one's place: `agentnb.runtime.data.run_state` refuses a
+    state of such a run."""
+    kept = ctx.paused_agents.get(state.path)
+    if kept is not None and kept[0] != call_id:
+        ctx.paused_twice.append(state.path)
+        return
     ctx.paused_agents[state.path] = (call_id, state)
 
 
@@ -163,6 +169,7 @@ async def resume(
         shape,
         run_options.max_turns or current.max_turns,
         limits.max_model_calls if limits is not None else None,
+        limits.max_tokens if limits is not None else None,
     )
     messages = [_from_message(m) for m in shape.messages]
     ctx = start_context(current, messages, run_options)  # nothing has run yet
@@ -278,6 +285,8 @@ class Resumption:
         self.decisions = decisions
         self.subs = dict(shape.sub_agents)
         self.turns: dict[str, int] = {shape.path: shape.turns}
+        self.tokens_used = shape.tokens_used
+        """What the run's token budget counted before the pause (it goes on from there)."""
 
     async def __call__(self, state: AgentRun, ctx: RunContext) -> None:
         from ..guards.approval import record_decision

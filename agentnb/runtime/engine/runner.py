@@ -8,7 +8,6 @@ trace so far kept. Mistakes in how agentnb is called (`UserError`) raise before 
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any, Unpack, cast
@@ -32,7 +31,7 @@ from ...errors import (
 from ...models.base import ModelClient
 from ...models.response_cache import through
 from ...models.settings import check_settings
-from ...models.types import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from ...models.types import Message, ModelRequest, ModelResponse, ToolCall
 from ...trace.calls import CallRow
 from ...trace.spans import Span
 from ...trace.tokens import preload
@@ -247,8 +246,9 @@ async def _execute(
     ctx.inputs = tuple(messages)
     path = agent.name if ctx.resumed is None else ctx.resumed.path  # resumed after a handoff
     state = AgentRun(agent, messages, 0, path, (agent,), root_span)
-    if ctx.limits.max_tokens is not None:
-        state.budgets = (TokenBudget(ctx.limits.max_tokens, "the run", fatal=True),)
+    if ctx.limits.max_tokens is not None:  # a resumed run counts what it spent before the pause
+        spent = getattr(ctx.resumed, "tokens_used", 0)
+        state.budgets = (TokenBudget(ctx.limits.max_tokens, "the run", fatal=True, used=spent),)
     ctx.root = state
     ctx.active.append(state)
     trace.log("run_start", depth=0, path=agent.name, agent=agent.name)
@@ -519,15 +519,22 @@ async def _turns(
     )  # a stream, hooks: None when nobody watches
     if watchers is not None:
         await watchers.agent_started(ctx, state)
+    first = 1
+    if state.resumed_at is not None:  # the resumed turn called tools: go on as after one
+        resumed, state.resumed_at = state.resumed_at, None
+        first = resumed + 1
+        if agent.tool_use_behavior != "run_llm_again":
+            calls = list(last_calls(state.messages))
+            final = await _output_from_tools(calls, tools, state, ctx, structured)
+            if final is not None:  # as in a plain run: a tool's result is the answer
+                return await _finish_agent(final.output, state, ctx, resumed)
+        if agent.reset_tool_choice:
+            settings = after_tool_calls(settings)
     input_checks = (
         await start_input_checks(agent.guardrails("input"), state, ctx)
         if agent.input_guardrails
         else None
     )
-    first = 1
-    if state.resumed_at is not None:  # the resumed turn called tools: go on as after one
-        first, state.resumed_at = state.resumed_at + 1, None
-        settings = after_tool_calls(settings)
     for turn in range(first, max_turns + 1):
         state.turns = turn
         request = ModelRequest(
@@ -695,6 +702,14 @@ def _never_an_error_as_answer(call: ToolCall, text: str, state: AgentRun, ctx: R
     )
 
 
+def last_calls(messages: list[Message]) -> tuple[ToolCall, ...]:
+    """The tool calls of the last assistant message (those a resumed turn answered)."""
+    for message in reversed(messages):
+        if message.role == "assistant":
+            return message.tool_calls
+    return ()
+
+
 def _tool_result(messages: list[Message], call_id: str) -> str:
     for message in reversed(messages):
         if message.role == "tool" and message.tool_call_id == call_id:
@@ -797,24 +812,13 @@ def _record(
     state.usage.add(response.usage, requests=1)
     state.chars_in += row.chars_in
     if state.budgets:
-        _charge(state, response.usage, row)
+        _charge(state, row)
     return row
 
 
-def _charge(state: AgentRun, provider: Usage, row: CallRow) -> None:
+def _charge(state: AgentRun, row: CallRow) -> None:
     """Count a call against every token budget in force, with the best count available."""
-    if provider.input_tokens is not None:
-        spent, how = (
-            provider.input_tokens + (provider.output_tokens or 0),
-            "provider-reported usage",
-        )
-    elif row.tokens_in is not None:
-        spent, how = row.tokens_in + (row.tokens_out or 0), row.tokens_method
-    else:
-        spent, how = (
-            math.ceil((row.chars_in + row.chars_out) / 4),
-            "an estimate of characters/4 (no tokenizer available)",
-        )
+    spent, how = row.budget_tokens()
     for budget in state.budgets:
         budget.used += spent
         budget.method = how
