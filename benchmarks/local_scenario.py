@@ -40,17 +40,23 @@ METRICS = ("score", "tokens_in", "tokens_out", "calls", "wall_s")
 
 
 class ForceEachTool:
-    """Forces each of a request's tools once, in order, then asks for text (as notebook 12)."""
+    """A model client that forces each of a request's tools once, in order, then asks for text
+    (as notebook 12 does): a 135M model left to ``tool_choice="auto"`` calls its tools again
+    and again. The real-model tests use it too; ``choices`` lists what each request forced."""
 
     def __init__(self, model: Any) -> None:
         self.model, self.name = model, model.name
         self.tokenizer = model.tokenizer
+        self.choices: list[str] = []
 
     async def request(self, request: a.ModelRequest) -> a.ModelResponse:
         called = {c.name for m in request.messages for c in m.tool_calls}
         todo = [t.name for t in request.tools if t.name not in called]
-        choice = a.ModelSettings(tool_choice=todo[0] if todo else "none")
-        settings = (request.settings or a.ModelSettings()).merged(choice)
+        choice = todo[0] if todo else "none"
+        self.choices.append(choice)
+        settings = (request.settings or a.ModelSettings()).merged(
+            a.ModelSettings(tool_choice=choice)
+        )
         return await self.model.request(dataclasses.replace(request, settings=settings))
 
 

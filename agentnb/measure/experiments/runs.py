@@ -249,6 +249,11 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(to_json(value).encode()).hexdigest()[:16]
 
 
+_DEFINITION = "fingerprint, fn, grid, dataset, params, created"
+"""What an experiment was run under, as its ``experiments`` row and each ``revisions`` row
+store it."""
+
+
 def _begin(
     conn: Any,
     path: Any,
@@ -267,6 +272,14 @@ def _begin(
         (name,),
     ).fetchone()
     params = list(dict.fromkeys(k for c in configs for k in c))
+    definition = (
+        to_json(fingerprint),
+        parts["fn"],
+        to_json(configs),
+        _dataset(parts),
+        to_json(params),
+        time.time(),
+    )
     if row is not None and resume != "new":
         exp_id, version = row[0], row[1]
         latest = conn.execute(
@@ -286,18 +299,9 @@ def _begin(
         if resume == "continue":
             with conn:
                 conn.execute(
-                    "INSERT INTO revisions (experiment_id, revision, fingerprint, fn, grid, "
-                    "dataset, params, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        exp_id,
-                        (latest[1] if latest else 1) + 1,
-                        to_json(fingerprint),
-                        parts["fn"],
-                        to_json(configs),
-                        _dataset(parts),
-                        to_json(params),
-                        time.time(),
-                    ),
+                    f"INSERT INTO revisions (experiment_id, revision, {_DEFINITION}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (exp_id, (latest[1] if latest else 1) + 1, *definition),
                 )
             return exp_id, version
         raise UserError(
@@ -308,18 +312,9 @@ def _begin(
     version = 1 if row is None else row[1] + 1
     with conn:
         cursor = conn.execute(
-            "INSERT INTO experiments (name, version, fingerprint, fn, grid, dataset, params, "
-            "created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                name,
-                version,
-                to_json(fingerprint),
-                parts["fn"],
-                to_json(configs),
-                _dataset(parts),
-                to_json(params),
-                time.time(),
-            ),
+            f"INSERT INTO experiments (name, version, {_DEFINITION}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (name, version, *definition),
         )
     return int(cursor.lastrowid), version
 

@@ -119,13 +119,19 @@ class Experiment:
 
     def history(self) -> pd.DataFrame:
         """Every stored run, failed attempts that were run again included (``attempt``)."""
+        placed, params = self._stored_runs()
+        return self._frame(placed, params)
+
+    def _stored_runs(self) -> tuple[pd.DataFrame, list[str]]:
+        """Every stored row of the experiment, placed in its configuration and item, and the
+        parameter names."""
         conn = self._connect()
         try:
             exp_id, params, dataset, configs = self._definition(conn)
             runs = _read(conn, "SELECT * FROM runs WHERE experiment_id = ? ORDER BY id", exp_id)
         finally:
             conn.close()
-        return self._frame(_placed(runs, configs, dataset), params)
+        return _placed(runs, configs, dataset), params
 
     def _frame(self, runs: pd.DataFrame, params: list[str]) -> pd.DataFrame:
         try:
@@ -137,13 +143,8 @@ class Experiment:
     def runs(self) -> pd.DataFrame:
         """One row per run (configuration × trial × item, in that order), its latest attempt:
         the parameters, then `RUN_COLUMNS`. A score is a bool where the score function returned bools."""
-        conn = self._connect()
-        try:
-            exp_id, params, dataset, configs = self._definition(conn)
-            runs = _read(conn, "SELECT * FROM runs WHERE experiment_id = ? ORDER BY id", exp_id)
-        finally:
-            conn.close()
-        latest = _placed(runs, configs, dataset).drop_duplicates(subset=list(IDENTITY), keep="last")
+        placed, params = self._stored_runs()
+        latest = placed.drop_duplicates(subset=list(IDENTITY), keep="last")
         # in the grid's order, whatever order the runs were made in
         latest = latest.sort_values(list(RUN_KEY), kind="stable")
         return self._frame(latest, params)

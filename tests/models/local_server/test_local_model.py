@@ -9,12 +9,12 @@ that they run there.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 
 import agentnb as a
+from benchmarks.local_scenario import ForceEachTool
 
 pytestmark = pytest.mark.local_model
 
@@ -37,27 +37,6 @@ def glossary(term: str) -> str:
 
 
 looked_up: list[str] = []
-
-
-class ForceEachTool:
-    """A model client that forces each of a request's tools once, in order, then asks for text.
-
-    A 135M model left to ``tool_choice="auto"`` calls its tools again and again, so the
-    schedule is set in code (as notebook 12 does)."""
-
-    def __init__(self, model: a.OpenAIModel) -> None:
-        self.model, self.name = model, model.name
-        self.choices: list[str] = []
-
-    async def request(self, request: a.ModelRequest) -> a.ModelResponse:
-        called = {c.name for m in request.messages for c in m.tool_calls}
-        todo = [t.name for t in request.tools if t.name not in called]
-        choice = todo[0] if todo else "none"
-        self.choices.append(choice)
-        settings = (request.settings or a.ModelSettings()).merged(
-            a.ModelSettings(tool_choice=choice)
-        )
-        return await self.model.request(dataclasses.replace(request, settings=settings))
 
 
 def test_a_plain_answer(local_server):

@@ -11,13 +11,13 @@ it reaches its reviewers, and the run ends cleanly, ``ok=False`` with why.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 
 import agentnb as a
 from agentnb.measure.scenarios import CLAUSE
+from benchmarks.local_scenario import ForceEachTool
 
 # A real model on a loaded 2-core machine took over 300 s (the suite's per-test limit) for one
 # of these; on a quiet one each takes under a minute.
@@ -27,21 +27,6 @@ INSTRUCTIONS = (
     "Ask the legal and the tax reviewer about the clause, then write the overall verdict "
     "in one sentence."
 )
-
-
-class ForceEachTool:
-    """Forces each of a request's tools once, in order, then asks for text."""
-
-    def __init__(self, model: a.OpenAIModel) -> None:
-        self.model, self.name = model, model.name
-        self.tokenizer = model.tokenizer
-
-    async def request(self, request: a.ModelRequest) -> a.ModelResponse:
-        called = {c.name for m in request.messages for c in m.tool_calls}
-        todo = [t.name for t in request.tools if t.name not in called]
-        choice = a.ModelSettings(tool_choice=todo[0] if todo else "none")
-        settings = (request.settings or a.ModelSettings()).merged(choice)
-        return await self.model.request(dataclasses.replace(request, settings=settings))
 
 
 def coordinator(model, settings: a.ModelSettings, forced: bool, max_turns: int) -> a.Agent:
