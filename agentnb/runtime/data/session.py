@@ -91,7 +91,15 @@ class Session:
             ).fetchall()
         turns: dict[int, list[Message]] = {}
         for turn, text in rows:
-            turns.setdefault(turn, []).append(Message.from_json(text))
+            try:
+                message = Message.from_json(text)
+            except UserError as exc:  # the file was changed outside agentnb: nothing runs on it
+                raise UserError(
+                    f"Session {self.id!r} in {str(self.path)!r}: a stored message of turn {turn} "
+                    f"cannot be read ({exc}). The file was changed outside agentnb; restore it "
+                    "from a copy, or start a new session id."
+                ) from None
+            turns.setdefault(turn, []).append(message)
         return list(turns.values())
 
     def history(self) -> list[Message]:

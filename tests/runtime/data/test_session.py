@@ -306,3 +306,38 @@ def test_a_file_damaged_during_the_run_ends_it_not_ok_without_raising(tmp_path: 
     # The in-process claim ended too: the next run is refused only for the damaged file.
     with pytest.raises(UserError, match="not a usable SQLite file"):
         run_sync(agent, "q2", session=session)
+
+
+@pytest.mark.parametrize(
+    "stored", ["{not json", "[1, 2]", '{"role": 7}', '{"role": "user", "x": 1}']
+)
+def test_a_stored_message_edited_outside_agentnb_stops_the_run_before_the_model_is_asked(
+    tmp_path, stored
+):
+    path = tmp_path / "chat.db"
+    session = agentnb.Session(path, id="u1")
+    agentnb.run_sync(
+        agentnb.Agent("chat", "x", agentnb.ScriptedModel([agentnb.say("hi")])),
+        "hello",
+        session=session,
+    )
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE agentnb_session_messages SET message = ? WHERE position = 0", (stored,)
+        )
+    model = agentnb.ScriptedModel([agentnb.say("never")])
+
+    with pytest.raises(
+        agentnb.UserError, match=r"Session 'u1' in '.*chat\.db': a stored message of turn"
+    ):
+        agentnb.run_sync(
+            agentnb.Agent("chat", "x", model), "again", session=agentnb.Session(path, id="u1")
+        )
+    assert model.requests == []  # nothing ran on the damaged history
+    # the session is not left claimed: once restored, the next run goes on
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM agentnb_session_messages")
+    again = agentnb.run_sync(
+        agentnb.Agent("chat", "x", model), "again", session=agentnb.Session(path, id="u1")
+    )
+    assert again.ok and [m.content for m in model.requests[0].messages] == ["again"]
