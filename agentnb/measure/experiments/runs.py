@@ -35,6 +35,9 @@ from .trial import Job, attempt, job_on_worker
 from .writer import StoreFailed, StoreResponses, Writer
 
 RESUME_MODES = (None, "continue", "new")
+MAX_RUNS = 1_000_000
+"""The most runs one experiment plans (its plan is a list made before the first run)."""
+
 ORDERS = ("trials", "shuffle", "grid")
 """The order runs are made in: ``"trials"`` (the default) goes round every configuration and
 item for trial 0, then for trial 1, and so on, so drift in the machine or the server falls
@@ -101,6 +104,7 @@ async def experiment(
             )
         keyed(config)
     items = _items(dataset)
+    plan = _plan(configs, trials, items, order, name)  # refused before the store is touched
     path = store_path(store, "experiment")
     conn = connect(path)
     try:
@@ -108,7 +112,6 @@ async def experiment(
             parts = {"fn": _source(fn), "grid": [keyed(c) for c in configs], "dataset": items}
             try:
                 exp_id, version = _begin(conn, path, name, parts, configs, resume)
-                plan = _plan(configs, trials, items, order, name)
                 jobs, skipped = _todo(conn, exp_id, plan)
             except sqlite3.Error as exc:
                 raise fault(path, exc) from None
@@ -337,6 +340,15 @@ def _plan(
     configs: list[dict[str, Any]], trials: int, items: list[Any] | None, order: str, name: str
 ) -> list[Job]:
     """Every run of the experiment, in the order they are to be made (`ORDERS`)."""
+    total = len(configs) * trials * (len(items) if items is not None else 1)
+    if total > MAX_RUNS:  # the plan is made whole before the first run: it must fit
+        raise UserError(
+            f"experiment({name!r}) would make {total:,} runs ({len(configs)} configuration(s) "
+            f"× {trials:,} trial(s)"
+            + (f" × {len(items)} item(s)" if items is not None else "")
+            + f"); one experiment plans at most {MAX_RUNS:,}. Split it into several experiments "
+            "(another name each), or lower trials=."
+        )
     keys = [keyed(c) for c in configs]
     ids = item_keys(items) if items is not None else [None]
     indices: list[int | None] = list(range(len(items))) if items is not None else [None]

@@ -408,3 +408,26 @@ async def test_a_patterns_own_columns_are_kept_beside_the_call_columns(tmp_path)
     assert list(calls["branch"]) == ["legal", "tax", "legal", "tax"]
     assert list(calls["agent"]) == ["legal", "tax", "legal", "tax"]
     assert list(exp.runs["calls"]) == [2, 2]
+
+
+@pytest.mark.parametrize(("trials", "items"), [(10**12, None), (400_000, [1, 2, 3])])
+async def test_an_experiment_too_large_to_plan_is_refused_before_any_run(tmp_path, trials, items):
+    from agentnb.measure.experiments.runs import MAX_RUNS
+
+    made: list[int] = []
+
+    async def fn(k: int, trial: int, **_: object) -> a.RunResult:
+        made.append(trial)
+        return await a.run(a.Agent("w", "x", a.ScriptedModel([a.say("x")])), "q")
+
+    with pytest.raises(UserError, match=f"one experiment plans at most {MAX_RUNS:,}"):
+        await a.experiment(
+            "big",
+            fn,
+            {"k": [1]},
+            trials=trials,
+            dataset=items,
+            store=tmp_path / "s.db",
+            progress=False,
+        )
+    assert made == [] and not (tmp_path / "s.db").exists()  # refused before the store was made
