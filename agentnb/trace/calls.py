@@ -204,15 +204,25 @@ class CallRow:
         if pending is None:
             return
         self.pending = None
-        span, tally, model = pending.span, pending.tally, pending.model
+        tally = pending.tally
         try:
-            tokens_in, tokens_out, method = call_tokens(
-                pending.request(), pending.answer, tally, model
-            )
+            counted = call_tokens(pending.request(), pending.answer, tally, pending.model)
         except Exception as exc:  # a counter of the user's that fails: the row stays readable
-            tokens_in, tokens_out, method = None, None, f"unavailable ({type(exc).__name__})"
+            counted = None, None, f"unavailable ({type(exc).__name__})"
             if tally is not None:
                 tally.prefix = None
+        self.fill_tokens(pending, *counted, tally.prefix if tally is not None else None)
+
+    def fill_tokens(
+        self,
+        pending: _Unsent,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        method: str,
+        chain: Any,
+    ) -> None:
+        """Fill the token columns from what the tokenizer counted (`call_tokens`) for the
+        request ``pending`` kept, and its chain of fingerprints (``chain``)."""
         reported_in, overhead = self.provider_tokens_in, None
         if tokens_in is None and reported_in is not None:
             tokens_in, tokens_out, method = reported_in, self.provider_tokens_out, "provider"
@@ -222,12 +232,13 @@ class CallRow:
             method = "estimate:chars/4"
         elif tokens_in is not None and reported_in is not None:
             overhead = reported_in - tokens_in
-            if overhead < 0 and own_tokenizer(model):
+            if overhead < 0 and own_tokenizer(pending.model):
                 method += " (provider reported fewer)"
         self.tokens_in, self.tokens_out, self.tokens_method = tokens_in, tokens_out, method
         self.tokens_in_overhead = overhead
-        self.prefix = tally.prefix if tally is not None and tokens_in is not None else None
-        span.attrs["tokens_in"], span.attrs["tokens_out"] = tokens_in, tokens_out
+        self.prefix = chain if pending.tally is not None and tokens_in is not None else None
+        attrs = pending.span.attrs
+        attrs["tokens_in"], attrs["tokens_out"] = tokens_in, tokens_out
 
     def __getstate__(self) -> dict[str, Any]:
         return self.as_dict()  # counted first: what the counts came from stays behind

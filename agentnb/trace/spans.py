@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import CallbackRaised
 from ._blocks import frame as blocks_frame
+from ._row_counts import count_rows
 from .calls import CALL_COLUMNS, CallRow, row_values
 
 if TYPE_CHECKING:
@@ -258,9 +259,7 @@ class Trace:
         """Count the tokens of every call not counted yet (`CallRow.count_tokens`), which also
         puts them on the calls' spans; in the order the calls finished, so that each agent's
         history is counted turn after turn."""
-        for row in self.call_rows:
-            if row.pending is not None:
-                row.count_tokens()
+        count_rows(self.call_rows)
 
     def calls_frame(self) -> pd.DataFrame:
         """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame), in the

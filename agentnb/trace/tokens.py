@@ -344,7 +344,27 @@ def _counted(
         if chain is None or tally.prefix_root is not root:
             chain, start, history = root, 0, 0  # a new prompt or specs: the chain starts again
         tally.prefix_root = root
-    for i in range(start, len(messages)):  # only what is new since the tally's last request
+    # only what is new since the tally's last request
+    history, chain = add_messages(messages, start, len(messages), history, chain, count, method)
+    if tally is not None:
+        tally.tokens.values = {"tokens": history}
+        tally.tokens.advance(messages, key)
+        tally.prefix = chain
+    return system + specs + history, method
+
+
+def add_messages(
+    messages: Sequence[Message],
+    start: int,
+    stop: int,
+    history: int,
+    chain: Prefix | None,
+    count: Encoder,
+    method: str,
+) -> tuple[int, Prefix | None]:
+    """``history`` (tokens) and ``chain`` (fingerprints) grown by ``messages[start:stop]``."""
+    key = (method, _state["generation"])
+    for i in range(start, stop):
         message = messages[i]
         cached = message.tokens_cache
         if cached is None or cached[0] != key:
@@ -353,11 +373,7 @@ def _counted(
         history += cached[1]
         if chain is not None:
             chain = extend(chain, message, cached[1], cached[2])
-    if tally is not None:
-        tally.tokens.values = {"tokens": history}
-        tally.tokens.advance(messages, key)
-        tally.prefix = chain
-    return system + specs + history, method
+    return history, chain
 
 
 def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Prefix, int, int]:
