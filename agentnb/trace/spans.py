@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..errors import CallbackRaised
 from ._blocks import frame as blocks_frame
 from ._row_counts import count_rows
-from .calls import CALL_COLUMNS, CallRow, row_values
+from .calls import CALL_COLUMNS, CallRow, columns_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -274,9 +274,7 @@ class Trace:
         with _collector_paused():
             self.count_tokens()  # in the order the calls finished, before the rows are sorted
             rows = sorted(self.call_rows, key=_started)
-            data: dict[str, Any] = dict(
-                zip(columns, zip(*map(row_values, rows), strict=True), strict=True)
-            )
+            data: dict[str, Any] = dict(zip(columns, columns_of(rows), strict=True))
             for column in _REPORTED:  # not reported for some calls: NaN, like a gap
                 if None in data[column]:
                     data[column] = np.array(data[column], dtype=float)  # None is NaN

@@ -236,16 +236,27 @@ def _encoder(encoding: str, mode: str) -> tuple[Encoder | None, str]:
 def message_tokens(message: Message, count: Encoder, method: str) -> int:
     """A message's tokens (content and tool-call arguments), cached on the message as
     ``(key, tokens, tokens of the arguments)``."""
-    key = (method, _state["generation"])
+    return int(_message_counts(message, count, method, (method, _state["generation"]))[1])
+
+
+def _message_counts(
+    message: Message, count: Encoder, method: str, key: tuple[str, int]
+) -> tuple[Any, int, int]:
     cached = message.tokens_cache
     if cached is not None and cached[0] == key:
-        return int(cached[1])
-    n = _cached_count(message.content, count, method) if message.content else 0
+        return cached  # type: ignore[no-any-return]
+    texts = _texts(method)
+    content = message.content
+    n = texts.get(content) if content else 0
+    if n is None:
+        n = _remembered(texts, content, count)
     args = 0
     for call in message.tool_calls:  # counted once already as the output of the call
-        args += _cached_count(call.arguments, count, method)
-    message.tokens_cache = (key, n + args, args)
-    return n + args
+        arguments = call.arguments
+        known = texts.get(arguments)
+        args += _remembered(texts, arguments, count) if known is None else known
+    cached = message.tokens_cache = (key, n + args, args)
+    return cached
 
 
 _spec_tokens: dict[tuple[int, str], tuple[object, int, bytes]] = {}
@@ -261,10 +272,15 @@ response's text and tool-call arguments, which the next request resends in its h
 
 
 def _cached_count(text: str, count: Encoder, method: str) -> int:
+    return _remembered(_texts(method), text, count)
+
+
+def _texts(method: str) -> dict[str, int]:
+    """The counts of texts kept for ``method``."""
     cache = _text_tokens.get(method)
     if cache is None:
         cache = _text_tokens[method] = {}
-    return _remembered(cache, text, count)
+    return cache
 
 
 _fingerprints: dict[str, bytes] = {}
@@ -366,10 +382,7 @@ def add_messages(
     key = (method, _state["generation"])
     for i in range(start, stop):
         message = messages[i]
-        cached = message.tokens_cache
-        if cached is None or cached[0] != key:
-            message_tokens(message, count, method)
-            cached = message.tokens_cache
+        cached = _message_counts(message, count, method, key)
         history += cached[1]
         if chain is not None:
             chain = extend(chain, message, cached[1], cached[2])
@@ -454,10 +467,11 @@ def call_tokens(
 def _answer_tokens(
     text: str | None, tool_calls: Sequence[ToolCall], count: Encoder, method: str
 ) -> int | None:
+    texts = _texts(method)
     try:
-        n = _cached_count(text, count, method) if text else 0
+        n = _remembered(texts, text, count) if text else 0
         for call in tool_calls:  # kept: the next request resends them in its history
-            n += _cached_count(call.arguments, count, method)
+            n += _remembered(texts, call.arguments, count)
     except TokenizerUnavailable:
         return None
     return n

@@ -22,7 +22,7 @@ from agentnb.models.types import (
 )
 from agentnb.trace import tokens
 from agentnb.trace._row_counts import count_rows
-from agentnb.trace.calls import CALL_COLUMNS, CallRow
+from agentnb.trace.calls import CALL_COLUMNS, CallRow, columns_of, row_values
 from agentnb.trace.history import HistoryTally
 from agentnb.trace.spans import Trace
 
@@ -147,3 +147,12 @@ def test_the_trace_counts_its_rows_in_one_pass(word_tokenizer: list[str]) -> Non
     trace.count_tokens()
     assert all(row.pending is None for row in trace.call_rows)
     assert all(row.tokens_in is not None for row in trace.call_rows)
+
+
+def test_the_columns_of_rows_are_their_values_column_by_column(word_tokenizer: list[str]) -> None:
+    for seed in range(40):
+        trace, _ = _play(seed, _script(seed))
+        rows = trace.call_rows
+        got = columns_of(rows)  # counts the rows not counted yet
+        assert all(row.pending is None for row in rows)
+        assert got == list(zip(*map(row_values, rows), strict=True)), seed
