@@ -14,16 +14,16 @@ give the same rows, spans and tallies on random runs.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
-from .calls import CallRow
-from .tokens import _answer_tokens, add_messages, tokenizer
+from .calls import CallRow, _Unsent
+from .history import HistoryTally
+from .tokens import Encoder, _answer_tokens, add_messages, tokenizer
 
 
 def count_rows(rows: Iterable[CallRow]) -> None:
     """Count the tokens of the rows not counted yet, as `CallRow.count_tokens` would in the
     order of ``rows`` (the order the calls finished)."""
-    agents: dict[int, list[CallRow]] = {}
+    agents: dict[int, tuple[HistoryTally, list[CallRow]]] = {}
     for row in rows:
         pending = row.pending
         if pending is None:
@@ -31,19 +31,20 @@ def count_rows(rows: Iterable[CallRow]) -> None:
         if pending.tally is None:  # nothing shared with another row
             row.count_tokens()
         else:  # the rows of one agent's run, in the order it made them
-            agents.setdefault(id(pending.tally), []).append(row)
-    for agent_rows in agents.values():
-        _count_agent(agent_rows)
+            agents.setdefault(id(pending.tally), (pending.tally, []))[1].append(row)
+    for tally, agent_rows in agents.values():
+        _count_agent(tally, agent_rows)
 
 
-def _count_agent(rows: list[CallRow]) -> None:
-    before: Any = None  # what the previous row was counted from, while its tally holds it
-    encoder: Any = None
+def _count_agent(tally: HistoryTally, rows: list[CallRow]) -> None:
+    before: _Unsent | None = None  # the previous row's request, while the tally holds it
+    encoder: tuple[Encoder, str] | None = None
     for row in rows:
         pending = row.pending
-        if before is not None and _follows(pending, before):
+        assert pending is not None
+        if before is not None and encoder is not None and _follows(pending, before):
             try:
-                _count_next(row, pending, before, encoder)
+                _count_next(row, pending, before, tally, encoder)
             except Exception:  # a counter that fails: the plain way says how
                 pass
             else:
@@ -51,14 +52,16 @@ def _count_agent(rows: list[CallRow]) -> None:
                 continue
         row.count_tokens()
         before = encoder = None
-        if pending.tally.prefix is not None:  # counted by a tokenizer: the next row may go on
+        if tally.prefix is not None:  # counted by a tokenizer: the next row may go on from it
             try:
-                encoder, before = tokenizer(pending.model), pending
+                count, method = tokenizer(pending.model)
             except Exception:  # a server's tokenizer that failed since: the plain way
-                pass
+                continue
+            if count is not None:
+                before, encoder = pending, (count, method)
 
 
-def _follows(pending: Any, before: Any) -> bool:
+def _follows(pending: _Unsent, before: _Unsent) -> bool:
     """Whether ``pending``'s request is ``before``'s grown by appending, with the same prompt,
     specs, output schema and model (what the plain count checks on its tally)."""
     return (
@@ -71,18 +74,24 @@ def _follows(pending: Any, before: Any) -> bool:
     )
 
 
-def _count_next(row: CallRow, pending: Any, before: Any, encoder: Any) -> None:
-    """Count ``row`` from where ``before``'s count left its tally, as `tokens.call_tokens` does."""
+def _count_next(
+    row: CallRow,
+    pending: _Unsent,
+    before: _Unsent,
+    tally: HistoryTally,
+    encoder: tuple[Encoder, str],
+) -> None:
+    """Count ``row`` from where ``before``'s count left the tally, as `tokens.call_tokens`
+    would: the same totals and chain, the tally left as it leaves it."""
     count, method = encoder
-    tally = pending.tally
-    sums = tally.tokens
+    sums, fixed = tally.tokens, tally.prefix_fixed
+    assert fixed is not None  # (..., root, the system prompt's tokens, the specs' tokens)
     messages, length = pending.sent.messages, pending.length
     history, chain = add_messages(
         messages, before.length, length, sums.values["tokens"], tally.prefix, count, method
     )
     answer = pending.answer
-    tokens_out = _answer_tokens(*answer, count, method) if answer is not None else None
-    fixed = tally.prefix_fixed  # (..., root, system prompt's tokens, specs' tokens)
+    tokens_out = _answer_tokens(answer[0], answer[1], count, method) if answer is not None else None
     sums.values = {"tokens": history}
     sums.count, sums.last = length, messages[length - 1]
     tally.prefix = chain

@@ -246,15 +246,10 @@ def _message_counts(
     if cached is not None and cached[0] == key:
         return cached  # type: ignore[no-any-return]
     texts = _texts(method)
-    content = message.content
-    n = texts.get(content) if content else 0
-    if n is None:
-        n = _remembered(texts, content, count)
+    n = _remembered(texts, message.content, count) if message.content else 0
     args = 0
     for call in message.tool_calls:  # counted once already as the output of the call
-        arguments = call.arguments
-        known = texts.get(arguments)
-        args += _remembered(texts, arguments, count) if known is None else known
+        args += _remembered(texts, call.arguments, count)
     cached = message.tokens_cache = (key, n + args, args)
     return cached
 
