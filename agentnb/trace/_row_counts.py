@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..models.local_server.tokenizer import TokenizerUnavailable
 from .calls import CallRow, _Unsent
 from .history import HistoryTally
 from .tokens import Encoder, _answer_tokens, add_messages, tokenizer
@@ -37,13 +38,14 @@ def count_rows(rows: Iterable[CallRow]) -> None:
 
 
 def _count_agent(tally: HistoryTally, rows: list[CallRow]) -> None:
-    before: _Unsent | None = None  # the previous row's request, while the tally holds it
-    encoder: tuple[Encoder, str] | None = None
+    before: _Unsent | None = None  # the previous row's request, while the tally holds its count
+    encoder: tuple[Encoder | None, str] | None = None  # its tokenizer, looked up when needed
     for row in rows:
         pending = row.pending
         assert pending is not None
-        if before is not None and encoder is not None and _follows(pending, before):
+        if before is not None and _follows(pending, before):
             try:
+                encoder = encoder or tokenizer(pending.model)
                 _count_next(row, pending, before, tally, encoder)
             except Exception:  # a counter that fails: the plain way says how
                 pass
@@ -51,14 +53,8 @@ def _count_agent(tally: HistoryTally, rows: list[CallRow]) -> None:
                 before = pending
                 continue
         row.count_tokens()
-        before = encoder = None
-        if tally.prefix is not None:  # counted by a tokenizer: the next row may go on from it
-            try:
-                count, method = tokenizer(pending.model)
-            except Exception:  # a server's tokenizer that failed since: the plain way
-                continue
-            if count is not None:
-                before, encoder = pending, (count, method)
+        # counted by a tokenizer (the tally holds the chain): the next row may go on from it
+        before, encoder = (pending if tally.prefix is not None else None), None
 
 
 def _follows(pending: _Unsent, before: _Unsent) -> bool:
@@ -79,11 +75,13 @@ def _count_next(
     pending: _Unsent,
     before: _Unsent,
     tally: HistoryTally,
-    encoder: tuple[Encoder, str],
+    encoder: tuple[Encoder | None, str],
 ) -> None:
     """Count ``row`` from where ``before``'s count left the tally, as `tokens.call_tokens`
     would: the same totals and chain, the tally left as it leaves it."""
     count, method = encoder
+    if count is None:  # a server's tokenizer that failed since: the plain way says how
+        raise TokenizerUnavailable(method)
     sums, fixed = tally.tokens, tally.prefix_fixed
     assert fixed is not None  # (..., root, the system prompt's tokens, the specs' tokens)
     messages, length = pending.sent.messages, pending.length
