@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -204,15 +204,25 @@ class CallRow:
         if pending is None:
             return
         self.pending = None
-        span, tally, model = pending.span, pending.tally, pending.model
+        tally = pending.tally
         try:
-            tokens_in, tokens_out, method = call_tokens(
-                pending.request(), pending.answer, tally, model
-            )
+            counted = call_tokens(pending.request(), pending.answer, tally, pending.model)
         except Exception as exc:  # a counter of the user's that fails: the row stays readable
-            tokens_in, tokens_out, method = None, None, f"unavailable ({type(exc).__name__})"
+            counted = None, None, f"unavailable ({type(exc).__name__})"
             if tally is not None:
                 tally.prefix = None
+        self.fill_tokens(pending, *counted, tally.prefix if tally is not None else None)
+
+    def fill_tokens(
+        self,
+        pending: _Unsent,
+        tokens_in: int | None,
+        tokens_out: int | None,
+        method: str,
+        chain: Any,
+    ) -> None:
+        """Fill the token columns from what the tokenizer counted (`call_tokens`) for the
+        request ``pending`` kept, and its chain of fingerprints (``chain``)."""
         reported_in, overhead = self.provider_tokens_in, None
         if tokens_in is None and reported_in is not None:
             tokens_in, tokens_out, method = reported_in, self.provider_tokens_out, "provider"
@@ -222,12 +232,13 @@ class CallRow:
             method = "estimate:chars/4"
         elif tokens_in is not None and reported_in is not None:
             overhead = reported_in - tokens_in
-            if overhead < 0 and own_tokenizer(model):
+            if overhead < 0 and own_tokenizer(pending.model):
                 method += " (provider reported fewer)"
         self.tokens_in, self.tokens_out, self.tokens_method = tokens_in, tokens_out, method
         self.tokens_in_overhead = overhead
-        self.prefix = tally.prefix if tally is not None and tokens_in is not None else None
-        span.attrs["tokens_in"], span.attrs["tokens_out"] = tokens_in, tokens_out
+        self.prefix = chain if pending.tally is not None and tokens_in is not None else None
+        attrs = pending.span.attrs
+        attrs["tokens_in"], attrs["tokens_out"] = tokens_in, tokens_out
 
     def __getstate__(self) -> dict[str, Any]:
         return self.as_dict()  # counted first: what the counts came from stays behind
@@ -363,10 +374,30 @@ def _counted_when_read(slot: Any) -> property:
     return property(read, slot.__set__, doc=slot.__doc__)
 
 
-for _column in COUNTED_COLUMNS:
-    setattr(CallRow, _column, _counted_when_read(CallRow.__dict__[_column]))
+_SLOTS = {column: CallRow.__dict__[column] for column in COUNTED_COLUMNS}
+"""Where the counted columns are stored, under the properties that count them when read."""
+for _column, _slot in _SLOTS.items():
+    setattr(CallRow, _column, _counted_when_read(_slot))
 
 row_values: Callable[[CallRow], tuple[Any, ...]] = operator.attrgetter(*CALL_COLUMNS)
 """A row's fields in the order of `CALL_COLUMNS`, read in one call: a table of 100,000 calls
 reads four million fields, and reading them one by one in Python took longer than pandas
 took to build the frame from them."""
+
+
+_UNCOUNTED = tuple(column for column in CALL_COLUMNS if column not in COUNTED_COLUMNS)
+_uncounted_values = operator.attrgetter(*_UNCOUNTED)
+
+
+def columns_of(rows: Sequence[CallRow]) -> list[tuple[Any, ...]]:
+    """The values of ``rows`` column by column, in the order of `CALL_COLUMNS` (``rows``
+    counted first): ``list(zip(*map(row_values, rows)))``, with the counted columns read
+    from where they are stored once counted, not through the property that counts them
+    (a table of 100,000 calls would call it half a million times)."""
+    for row in rows:
+        if row.pending is not None:
+            row.count_tokens()
+    found = dict(zip(_UNCOUNTED, zip(*map(_uncounted_values, rows), strict=True), strict=True))
+    for column, slot in _SLOTS.items():
+        found[column] = tuple(map(slot.__get__, rows))
+    return [found[column] for column in CALL_COLUMNS]

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import CallbackRaised
 from ._blocks import frame as blocks_frame
-from .calls import CALL_COLUMNS, CallRow, row_values
+from ._row_counts import count_rows
+from .calls import CALL_COLUMNS, CallRow, columns_of
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -258,9 +259,7 @@ class Trace:
         """Count the tokens of every call not counted yet (`CallRow.count_tokens`), which also
         puts them on the calls' spans; in the order the calls finished, so that each agent's
         history is counted turn after turn."""
-        for row in self.call_rows:
-            if row.pending is not None:
-                row.count_tokens()
+        count_rows(self.call_rows)
 
     def calls_frame(self) -> pd.DataFrame:
         """One row per model call with the columns `CALL_COLUMNS` (a pandas DataFrame), in the
@@ -275,9 +274,7 @@ class Trace:
         with _collector_paused():
             self.count_tokens()  # in the order the calls finished, before the rows are sorted
             rows = sorted(self.call_rows, key=_started)
-            data: dict[str, Any] = dict(
-                zip(columns, zip(*map(row_values, rows), strict=True), strict=True)
-            )
+            data: dict[str, Any] = dict(zip(columns, columns_of(rows), strict=True))
             for column in _REPORTED:  # not reported for some calls: NaN, like a gap
                 if None in data[column]:
                     data[column] = np.array(data[column], dtype=float)  # None is NaN

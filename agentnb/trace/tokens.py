@@ -236,16 +236,22 @@ def _encoder(encoding: str, mode: str) -> tuple[Encoder | None, str]:
 def message_tokens(message: Message, count: Encoder, method: str) -> int:
     """A message's tokens (content and tool-call arguments), cached on the message as
     ``(key, tokens, tokens of the arguments)``."""
-    key = (method, _state["generation"])
+    return int(_message_counts(message, count, method, (method, _state["generation"]))[1])
+
+
+def _message_counts(
+    message: Message, count: Encoder, method: str, key: tuple[str, int]
+) -> tuple[Any, int, int]:
     cached = message.tokens_cache
     if cached is not None and cached[0] == key:
-        return int(cached[1])
-    n = _cached_count(message.content, count, method) if message.content else 0
+        return cached  # type: ignore[no-any-return]
+    texts = _texts(method)
+    n = _remembered(texts, message.content, count) if message.content else 0
     args = 0
     for call in message.tool_calls:  # counted once already as the output of the call
-        args += _cached_count(call.arguments, count, method)
-    message.tokens_cache = (key, n + args, args)
-    return n + args
+        args += _remembered(texts, call.arguments, count)
+    cached = message.tokens_cache = (key, n + args, args)
+    return cached
 
 
 _spec_tokens: dict[tuple[int, str], tuple[object, int, bytes]] = {}
@@ -261,10 +267,15 @@ response's text and tool-call arguments, which the next request resends in its h
 
 
 def _cached_count(text: str, count: Encoder, method: str) -> int:
+    return _remembered(_texts(method), text, count)
+
+
+def _texts(method: str) -> dict[str, int]:
+    """The counts of texts kept for ``method``."""
     cache = _text_tokens.get(method)
     if cache is None:
         cache = _text_tokens[method] = {}
-    return _remembered(cache, text, count)
+    return cache
 
 
 _fingerprints: dict[str, bytes] = {}
@@ -344,20 +355,33 @@ def _counted(
         if chain is None or tally.prefix_root is not root:
             chain, start, history = root, 0, 0  # a new prompt or specs: the chain starts again
         tally.prefix_root = root
-    for i in range(start, len(messages)):  # only what is new since the tally's last request
-        message = messages[i]
-        cached = message.tokens_cache
-        if cached is None or cached[0] != key:
-            message_tokens(message, count, method)
-            cached = message.tokens_cache
-        history += cached[1]
-        if chain is not None:
-            chain = extend(chain, message, cached[1], cached[2])
+    # only what is new since the tally's last request
+    history, chain = add_messages(messages, start, len(messages), history, chain, count, method)
     if tally is not None:
         tally.tokens.values = {"tokens": history}
         tally.tokens.advance(messages, key)
         tally.prefix = chain
     return system + specs + history, method
+
+
+def add_messages(
+    messages: Sequence[Message],
+    start: int,
+    stop: int,
+    history: int,
+    chain: Prefix | None,
+    count: Encoder,
+    method: str,
+) -> tuple[int, Prefix | None]:
+    """``history`` (tokens) and ``chain`` (fingerprints) grown by ``messages[start:stop]``."""
+    key = (method, _state["generation"])
+    for i in range(start, stop):
+        message = messages[i]
+        cached = _message_counts(message, count, method, key)
+        history += cached[1]
+        if chain is not None:
+            chain = extend(chain, message, cached[1], cached[2])
+    return history, chain
 
 
 def _fixed_part(request: ModelRequest, count: Encoder, method: str) -> tuple[Prefix, int, int]:
@@ -438,10 +462,11 @@ def call_tokens(
 def _answer_tokens(
     text: str | None, tool_calls: Sequence[ToolCall], count: Encoder, method: str
 ) -> int | None:
+    texts = _texts(method)
     try:
-        n = _cached_count(text, count, method) if text else 0
+        n = _remembered(texts, text, count) if text else 0
         for call in tool_calls:  # kept: the next request resends them in its history
-            n += _cached_count(call.arguments, count, method)
+            n += _remembered(texts, call.arguments, count)
     except TokenizerUnavailable:
         return None
     return n
