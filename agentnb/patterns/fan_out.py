@@ -164,6 +164,7 @@ async def _fan_out(
     # thousands of contexts to be made.
     first = next(iter(branches))
     made = {first: context(first)}
+    settle()  # the agents (and that context) stay alive until the fan-out ends
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
     async def branch(name: str) -> RunResult:
