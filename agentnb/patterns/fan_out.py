@@ -18,9 +18,11 @@ from ..errors import UserError
 from ..models.base import ModelClient
 from ..runtime import (
     Agent,
+    RunContext,
     RunKeywords,
     RunOptions,
     RunResult,
+    check_input,
     execute,
     shows_run_keywords,
     to_text,
@@ -152,19 +154,27 @@ async def _fan_out(
     timeout: float | None,
 ) -> FanOut:
     t0 = _runs.clock()
-    contexts = {}  # every argument checked before any branch starts
-    for name, agent in branches.items():
-        contexts[name] = _runs.prepare(agent, inputs[name], _runs.for_part(each, name), t0=t0)
-        settle()
+
+    def context(name: str) -> RunContext:
+        return _runs.prepare(branches[name], inputs[name], _runs.for_part(each, name), t0=t0)
+
+    # Every argument is checked before any branch starts: the agents and inputs already, the
+    # options (the same for every branch) by making the first branch's context. The others are
+    # made as their branches start, so that the first requests go out without waiting for
+    # thousands of contexts to be made.
+    first = next(iter(branches))
+    made = {first: context(first)}
+    settle()  # the agents (and that context) stay alive until the fan-out ends
     slots = asyncio.Semaphore(max_concurrency) if max_concurrency else None
 
     async def branch(name: str) -> RunResult:
         settle()  # the branches started before this one are waiting: what they hold stays
+        ctx = made.pop(name) if name in made else context(name)
         try:
             if slots is None:
-                return await execute(branches[name], inputs[name], contexts[name])
+                return await execute(branches[name], inputs[name], ctx)
             async with slots:
-                return await execute(branches[name], inputs[name], contexts[name])
+                return await execute(branches[name], inputs[name], ctx)
         finally:
             settle()
 
@@ -203,6 +213,7 @@ def _inputs(
     input: _runs.Input | Mapping[str, _runs.Input], branches: dict[str, Agent]
 ) -> dict[str, _runs.Input]:
     if not isinstance(input, Mapping):
+        check_input(input, "parallel()'s input")
         return dict.fromkeys(branches, input)
     given, wanted = set(input), set(branches)
     if given != wanted:
@@ -210,4 +221,6 @@ def _inputs(
             "parallel(): a mapping of inputs needs exactly one per branch; "
             f"missing {sorted(wanted - given)}, unknown {sorted(given - wanted)}."
         )
+    for name in branches:
+        check_input(input[name], f"parallel(): branch {name!r}'s input")
     return {name: input[name] for name in branches}

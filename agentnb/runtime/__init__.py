@@ -42,6 +42,7 @@ from .data.state import AgentRun as AgentRun
 from .data.transfer import Transfer
 from .engine.blocking import main_thread_blocked, run_sync
 from .engine.resume import resume
+from .engine.runner import check_input as check_input
 from .engine.runner import execute as execute
 from .engine.runner import run
 from .engine.runner import start_context as start_context

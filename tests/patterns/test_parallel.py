@@ -127,6 +127,45 @@ async def test_mistakes_raise_before_any_branch_starts():
     assert fine.model.requests == []  # type: ignore[union-attr]
 
 
+async def test_a_bad_input_or_option_of_any_branch_raises_before_the_first_branch_starts():
+    first, last = reviewer("First", "acceptable"), reviewer("Last", "acceptable")
+    branches = {"first": first, "last": last}
+    with pytest.raises(a.UserError, match="branch 'last''s input must be text"):
+        await a.parallel(branches, {"first": CLAUSE, "last": 42})  # type: ignore[dict-item]
+    with pytest.raises(a.UserError, match="parallel\\(\\)'s input must be text"):
+        await a.parallel(branches, 42)  # type: ignore[arg-type]
+    with pytest.raises(a.UserError, match="model_settings"):
+        await a.parallel(branches, CLAUSE, model_settings="hot")  # type: ignore[typeddict-item]
+    with pytest.raises(a.UserError, match="session="):
+        await a.parallel(branches, CLAUSE, session=a.Session())
+    assert first.model.requests == [] and last.model.requests == []  # type: ignore[union-attr]
+
+
+async def test_5000_branches_made_as_they_start_each_have_their_own_run_on_the_shared_clock():
+    n = 5000
+    agents = {
+        f"b{i}": a.Agent(f"B{i}", "Answer.", a.ScriptedModel([a.say(f"{i}")])) for i in range(n)
+    }
+    fan = await a.parallel(agents, CLAUSE)
+    assert fan.ok and fan.outputs == {f"b{i}": f"{i}" for i in range(n)}
+    assert fan.model_calls == n and len(fan.calls) == n
+    runs = [fan[f"b{i}"] for i in range(n)]
+    assert len({r.run_id for r in runs}) == n
+    assert len({r.trace.t0 for r in runs}) == 1  # one time zero for every branch
+    assert all(r.context is not None and r.context.trace is r.trace for r in runs)
+    for i, run in enumerate(runs):
+        assert [s.kind for s in run.trace.spans] == ["run", "agent", "model_call"]
+        root, agent, call = run.trace.spans
+        assert (root.parent_id, agent.parent_id, call.parent_id) == (
+            None,
+            root.span_id,
+            agent.span_id,
+        )
+        assert root.agent == agent.agent == call.agent == f"B{i}"
+        assert [row.span_id for row in run.trace.call_rows] == [call.span_id]
+        assert agents[f"b{i}"].model.requests[0].last_user_text == CLAUSE  # type: ignore[union-attr]
+
+
 def test_scripts_run_a_fan_out_with_run_sync():
     fan = a.run_sync(a.parallel([reviewer("Legal", "acceptable")], CLAUSE))
     assert fan.ok and list(fan.outputs) == ["Legal"]

@@ -133,10 +133,7 @@ def start_context(
     ``t0`` puts the run's trace on a clock shared with other runs (patterns use it)."""
     if not isinstance(agent, Agent):
         raise UserError(f"run() takes an Agent first, got {type(agent).__name__}")
-    if not isinstance(input, str) and not (
-        isinstance(input, list) and all(isinstance(m, Message) for m in input)
-    ):
-        raise checks.fail("run()'s input", "text or a list of agentnb.Message", input)
+    check_input(input)
     if not isinstance(options, RunOptions):
         raise UserError(f"options must be agentnb.RunOptions(...), got {type(options).__name__}")
     default = _default_model(options.model)
@@ -160,6 +157,14 @@ def start_context(
         ctx.watchers = Watchers(sink, hooks, streams=streams)
         watch_spans(ctx)
     return ctx
+
+
+def check_input(input: object, where: str = "run()'s input") -> None:
+    """A run's input is text or a list of `Message`; anything else is a `UserError`."""
+    if not isinstance(input, str) and not (
+        isinstance(input, list) and all(isinstance(m, Message) for m in input)
+    ):
+        raise checks.fail(where, "text or a list of agentnb.Message", input)
 
 
 def _counts_while_running(agent: Agent, options: RunOptions) -> bool:
