@@ -154,12 +154,12 @@ class Writer:
         answers it added to the response cache (stored with it, or not at all). Raises
         `StoreFailed` once the writer has stopped (the run is counted as made, not stored)."""
         self.made += 1
-        item = _Run(record, [], [], responses)
         try:
-            item.calls.extend(_call_values(row) for row in rows)
-            item.spans.extend((*span[:-1], _json(span[-1])) for span in spans)
+            calls = [_call_values(row) for row in rows]
+            span_rows = [(*span[:-1], _json(span[-1])) for span in spans]
+            item = _Run(record, calls, span_rows, responses)
         except _UNWRITABLE as exc:  # JSON cannot write it even by its repr (nested too deep)
-            item = item.refused(exc)
+            item = _Run(record, [], [], []).refused(exc)
         self._items.append(item)
         self._raise()
 
