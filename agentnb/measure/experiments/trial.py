@@ -81,6 +81,12 @@ async def attempt(
     finally:
         SESSION.reset(token)
     outcome["started"], outcome["ended"] = started, time.time()
+    for row in outcome["rows"]:
+        # Not stored. Dropped here so that a run waiting for the writer does not keep the
+        # trace's fingerprint objects alive (the garbage collector carried them into its
+        # oldest generation, and full collections grew with them), nor sends them back from
+        # an executor's worker.
+        row.pop("prefix", None)
     outcome.update(_totals(outcome["rows"]))
     outcome.update(_failures(outcome.get("spans") or []))
     outcome["timing"] = _timing(outcome, session)

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import operator
 import sqlite3
 import threading
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from ...errors import UserError
 from .store import CALL_FIELDS, RUN_FIELDS, SPAN_FIELDS, connect, fault
@@ -58,38 +57,10 @@ _INSERT_RESPONSE = (
     f"VALUES ({', '.join('?' * len(_RESPONSE_FIELDS))})"
 )
 _CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
-_RUN_VALUES = operator.itemgetter(*RUN_FIELDS)
-_CALL_VALUES = operator.itemgetter(*CALL_FIELDS)
 _UNWRITABLE = (OverflowError, TypeError, ValueError, RecursionError, sqlite3.InterfaceError)
 """What a value SQLite or JSON cannot take raises (a nesting too deep included): that run is
 stored as text, or refused; anything else stops the writer."""
 _INT64 = (-(2**63), 2**63 - 1)
-
-
-class _Run(NamedTuple):
-    """An ended run as it waits for the writer: its ``runs`` row, and its call and span rows
-    already made into the tuples their tables take. Plain values, which the garbage collector
-    stops tracking: a queue of the trace's own dicts would be carried into the oldest
-    generation and make every run pay for full collections."""
-
-    record: dict[str, Any]
-    calls: list[tuple[Any, ...]]
-    spans: list[tuple[Any, ...]]
-    responses: list[tuple[str, dict[str, Any]]]
-    refusal: str | None = None
-    """Why the store cannot hold the run: it is stored as a failed run saying so."""
-
-    def refused(self, exc: BaseException) -> _Run:
-        return _Run(self.record, [], [], [], f"{type(exc).__name__}: {exc}")
-
-    def stored_record(self) -> dict[str, Any]:
-        """The ``runs`` row as stored: a refused run's says why, and has no score."""
-        if self.refusal is None:
-            return self.record
-        record = dict(self.record)
-        record.update({f: None for f in ("score", "score_type", "score_error")})
-        record.update(ok=0, error=f"the store could not hold this run ({self.refusal})"[:500])
-        return record
 
 
 class StoreFailed(UserError):
@@ -136,7 +107,7 @@ class Writer:
         """Runs stored as failed because the store could not hold what they returned."""
         self._conn = connect(path)  # here, so a store that cannot be written fails at once
         self._conn.isolation_level = None  # transactions and savepoints said explicitly
-        self._items: deque[_Run] = deque()
+        self._items: deque[tuple[Any, ...]] = deque()
         self._failed: list[dict[str, Any]] = []
         """The runs of a batch whose commit failed (the writer stopped)."""
         self._stop = threading.Event()
@@ -154,13 +125,7 @@ class Writer:
         answers it added to the response cache (stored with it, or not at all). Raises
         `StoreFailed` once the writer has stopped (the run is counted as made, not stored)."""
         self.made += 1
-        try:
-            calls = [_call_values(row) for row in rows]
-            span_rows = [(*span[:-1], _json(span[-1])) for span in spans]
-            item = _Run(record, calls, span_rows, responses)
-        except _UNWRITABLE as exc:  # JSON cannot write it even by its repr (nested too deep)
-            item = _Run(record, [], [], []).refused(exc)
-        self._items.append(item)
+        self._items.append((record, rows, spans, responses))
         self._raise()
 
     def close(self) -> None:
@@ -171,7 +136,7 @@ class Writer:
 
     def _raise(self) -> None:
         if self.error is not None:
-            unstored = [*self._failed, *(item.record for item in self._items)]
+            unstored = [*self._failed, *(item[0] for item in self._items)]
             raise StoreFailed(str(self.error), self.made, self.stored, unstored)
 
     def _loop(self) -> None:
@@ -211,20 +176,21 @@ class Writer:
             self._commit(conn, batch)
         except Exception:
             if len(batch) == 1:
-                self._failed = [batch[0].record]
+                self._failed = [batch[0][0]]
                 raise
             for n, item in enumerate(batch):
                 try:
                     self._commit(conn, [item])
                 except Exception:
-                    self._failed = [i.record for i in batch[n:]]
+                    self._failed = [i[0] for i in batch[n:]]
                     raise
 
-    def _commit(self, conn: sqlite3.Connection, batch: list[_Run]) -> None:
+    def _commit(self, conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
         conn.execute("BEGIN IMMEDIATE")  # the write lock first: the run ids are taken here
         try:
             try:
-                refused = _write_at_once(conn, batch)
+                _write_at_once(conn, batch)
+                refused = 0
             except _UNWRITABLE:  # a value to store as text: run by run, each in a savepoint
                 conn.execute("ROLLBACK")
                 conn.execute("BEGIN IMMEDIATE")
@@ -238,34 +204,31 @@ class Writer:
         self.refused += refused
 
 
-def _write_at_once(conn: sqlite3.Connection, batch: list[_Run]) -> int:
+def _write_at_once(conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
     """Insert a batch of runs as they are (the common case: values SQLite holds as given),
-    each table's rows as one flat list of values; the number of runs stored as refused. The
-    runs' ids are numbered here, under the write lock."""
+    each table's rows as one flat list of values. The runs' ids are numbered here, under the
+    write lock."""
     (first,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()
     runs: list[Any] = []
     calls: list[Any] = []
     spans: list[Any] = []
     answers: dict[str, list[tuple[Any, ...]]] = {"IGNORE": [], "REPLACE": []}
-    for n, item in enumerate(batch):
+    for n, (record, rows, span_rows, responses) in enumerate(batch):
         run = first + n
         runs.append(run)
-        runs.extend(_RUN_VALUES(item.stored_record()))
-        for row in item.calls:
-            calls.append(run)
-            calls.extend(row)
-        for row in item.spans:
-            spans.append(run)
-            spans.extend(row)
-        for key, entry in item.responses:
+        runs.extend(record[f] for f in RUN_FIELDS)
+        for row in rows:
+            calls.extend(_call(run, row))
+        for span in span_rows:
+            spans.extend((run, *span[:-1], _json(span[-1])))
+        for key, entry in responses:
             how = "REPLACE" if entry.get("replace") else "IGNORE"
-            answers[how].append(_response_row(key, entry, item.record))
+            answers[how].append(_response_row(key, entry, record))
     _insert(conn, _INSERT_RUN_WITH_ID, runs)
     _insert(conn, _INSERT_CALL, calls)
     _insert(conn, _INSERT_SPAN, spans)
     for how, rows in answers.items():  # (a REPLACE after an IGNORE of one key ends the same)
         conn.executemany(_INSERT_RESPONSE.format(how), rows)
-    return sum(item.refusal is not None for item in batch)
 
 
 _MAX_VALUES = 999
@@ -286,10 +249,16 @@ def _insert(conn: sqlite3.Connection, sql: str, values: list[Any]) -> None:
         conn.execute(head + "VALUES " + ",".join([row] * (len(part) // width)), part)
 
 
-def _write_whole(conn: sqlite3.Connection, item: _Run) -> int:
+def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
     """Insert one run whole; 1 when it had to be stored as refused (a failed run saying
     why). Any other failure is raised, and its transaction is rolled back."""
     conn.execute("SAVEPOINT run")
+    refused = _write_or_refuse(conn, item)
+    conn.execute("RELEASE run")
+    return refused
+
+
+def _write_or_refuse(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:
     try:
         _write(conn, item, plain=False)
     except _UNWRITABLE:
@@ -298,21 +267,28 @@ def _write_whole(conn: sqlite3.Connection, item: _Run) -> int:
             _write(conn, item, plain=True)
         except _UNWRITABLE as exc:
             conn.execute("ROLLBACK TO run")
-            item = item.refused(exc)
-            _write(conn, item, plain=True)
-    conn.execute("RELEASE run")
-    return int(item.refusal is not None)
+            record = dict(item[0])
+            record.update({f: None for f in ("score", "score_type", "score_error")})
+            record.update(
+                ok=0,
+                error=f"the store could not hold this run ({type(exc).__name__}: {exc})"[:500],
+            )
+            conn.execute(_INSERT_RUN, [_storable(record.get(f)) for f in RUN_FIELDS])
+            return 1
+    return 0
 
 
-def _write(conn: sqlite3.Connection, item: _Run, *, plain: bool) -> None:
+def _write(conn: sqlite3.Connection, item: tuple[Any, ...], *, plain: bool) -> None:
+    record, rows, spans, responses = item
     fix = _storable if plain else _same
-    record = item.stored_record()
     run = conn.execute(_INSERT_RUN, [fix(record[f]) for f in RUN_FIELDS]).lastrowid
-    if item.calls:
-        conn.executemany(_INSERT_CALL, [[fix(v) for v in (run, *row)] for row in item.calls])
-    if item.spans:
-        conn.executemany(_INSERT_SPAN, [[fix(v) for v in (run, *row)] for row in item.spans])
-    for key, e in item.responses:
+    if rows:
+        conn.executemany(_INSERT_CALL, [[fix(v) for v in _call(run, row)] for row in rows])
+    if spans:
+        conn.executemany(
+            _INSERT_SPAN, [[fix(v) for v in (run, *span[:-1], _json(span[-1]))] for span in spans]
+        )
+    for key, e in responses:
         conn.execute(
             _INSERT_RESPONSE.format("REPLACE" if e.get("replace") else "IGNORE"),
             [fix(v) for v in _response_row(key, e, record)],
@@ -350,14 +326,13 @@ def _storable(value: Any) -> Any:
     return _ENCODER.encode(value)
 
 
-def _call_values(row: dict[str, Any]) -> tuple[Any, ...]:
-    """A call row's columns, then ``extra`` (the JSON of any other column)."""
-    try:
-        values = _CALL_VALUES(row)
-    except KeyError:  # a row without some of the columns (a pattern's own rows)
-        values = tuple(row.get(c) for c in CALL_FIELDS)
+def _call(run: Any, row: dict[str, Any]) -> tuple[Any, ...]:
     extra = {k: v for k, v in row.items() if k not in _CALL_SET}
-    return (*values, _json(extra) if extra else None)
+    return (
+        run,
+        *[row.get(c) for c in CALL_FIELDS],
+        _json(extra) if extra else None,
+    )
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr)
