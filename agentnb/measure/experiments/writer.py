@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import sqlite3
 import threading
 import time
@@ -57,6 +58,8 @@ _INSERT_RESPONSE = (
     f"VALUES ({', '.join('?' * len(_RESPONSE_FIELDS))})"
 )
 _CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
+_RUN_VALUES = operator.itemgetter(*RUN_FIELDS)
+"""A ``runs`` row's values in the table's order."""
 _UNWRITABLE = (OverflowError, TypeError, ValueError, RecursionError, sqlite3.InterfaceError)
 """What a value SQLite or JSON cannot take raises (a nesting too deep included): that run is
 stored as text, or refused; anything else stops the writer."""
@@ -216,7 +219,7 @@ def _write_at_once(conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> No
     for n, (record, rows, span_rows, responses) in enumerate(batch):
         run = first + n
         runs.append(run)
-        runs.extend(record[f] for f in RUN_FIELDS)
+        runs.extend(_RUN_VALUES(record))
         for row in rows:
             calls.extend(_call(run, row))
         for span in span_rows:
