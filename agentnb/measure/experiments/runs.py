@@ -172,6 +172,7 @@ async def _run_jobs(
     responses = StoreResponses(conn, path) if cache is not False else None
     bar = _progress(name, len(jobs) + skipped, skipped, progress)
     counts = {"failed": 0, "cached": 0}
+    bar.set_postfix(counts, refresh=False)
     metric = "score" if score is not None else "calls"
     names = list(dict.fromkeys(k for c in configs for k in c))
     live = LiveSummary(names, metric) if progress and in_notebook() else None
@@ -184,9 +185,11 @@ async def _run_jobs(
         for _, entry in made:  # what a later run answered from these keeps as its timing
             entry["wall_s"], entry["critical_s"] = record["wall_s"], record["critical_s"]
         writer.put_run(record, rows, spans, made)
-        counts["failed"] += not outcome["ok"]
-        counts["cached"] += int(record["cached_calls"] or 0)
-        bar.set_postfix(counts, refresh=False)
+        failed, cached = not outcome["ok"], int(record["cached_calls"] or 0)
+        if failed or cached:  # the postfix is formatted anew only when it changes
+            counts["failed"] += failed
+            counts["cached"] += cached
+            bar.set_postfix(counts, refresh=False)
         bar.update(1)
         if live is not None:
             value = record[metric] if outcome["ok"] else None
@@ -382,8 +385,10 @@ def _todo(conn: Any, exp_id: int, plan: list[Job]) -> tuple[list[Job], int]:
         identity = (job.key, job.trial, job.item_key)
         if identity in ended:
             skipped += 1
+        elif identity in tried:
+            jobs.append(dataclasses.replace(job, attempt=tried[identity] + 1))
         else:
-            jobs.append(dataclasses.replace(job, attempt=tried.get(identity, 0) + 1))
+            jobs.append(job)  # its first attempt, as planned
     return jobs, skipped
 
 

@@ -71,7 +71,8 @@ async def attempt(
     session = Session(job.trial, responses, read, write) if cache is not False else None
 
     async def then(result: Any) -> dict[str, Any]:
-        return await _after(result, score, params, Session(job.trial, responses, read, write))
+        judge = Session(job.trial, responses, read, write) if score is not None else None
+        return await _after(result, score, params, judge)
 
     started = time.time()
     token = SESSION.set(session)
@@ -80,6 +81,12 @@ async def attempt(
     finally:
         SESSION.reset(token)
     outcome["started"], outcome["ended"] = started, time.time()
+    for row in outcome["rows"]:
+        # Not stored. Dropped here so that a run waiting for the writer does not keep the
+        # trace's fingerprint objects alive (the garbage collector carried them into its
+        # oldest generation, and full collections grew with them), nor sends them back from
+        # an executor's worker.
+        row.pop("prefix", None)
     outcome.update(_totals(outcome["rows"]))
     outcome.update(_failures(outcome.get("spans") or []))
     outcome["timing"] = _timing(outcome, session)
@@ -111,7 +118,7 @@ def _timing(outcome: dict[str, Any], session: Session | None) -> str:
 
 
 async def _after(
-    result: Any, score: Callable[..., Any] | None, params: dict[str, Any], judge: Session
+    result: Any, score: Callable[..., Any] | None, params: dict[str, Any], judge: Session | None
 ) -> dict[str, Any]:
     """What the run's result tells beyond its rows: its spans and its score (taken with the
     judge's own model calls counted in ``judge``, apart from the run's)."""
@@ -122,7 +129,7 @@ async def _after(
     drafts = [len(r.rounds) for r in parts if isinstance(getattr(r, "rounds", None), list)]
     out["rounds"] = sum(drafts) if drafts else None
     out["score_error"] = None
-    if score is None or not all(getattr(r, "ok", True) for r in parts):
+    if score is None or judge is None or not all(getattr(r, "ok", True) for r in parts):
         return out
     token = SESSION.set(judge)
     try:

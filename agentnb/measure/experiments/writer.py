@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import sqlite3
 import threading
 import time
@@ -57,6 +58,8 @@ _INSERT_RESPONSE = (
     f"VALUES ({', '.join('?' * len(_RESPONSE_FIELDS))})"
 )
 _CALL_SET = frozenset(CALL_FIELDS) | {"prefix"}
+_RUN_VALUES = operator.itemgetter(*RUN_FIELDS)
+"""A ``runs`` row's values in the table's order."""
 _UNWRITABLE = (OverflowError, TypeError, ValueError, RecursionError, sqlite3.InterfaceError)
 """What a value SQLite or JSON cannot take raises (a nesting too deep included): that run is
 stored as text, or refused; anything else stops the writer."""
@@ -205,26 +208,48 @@ class Writer:
 
 
 def _write_at_once(conn: sqlite3.Connection, batch: list[tuple[Any, ...]]) -> None:
-    """Insert a batch of runs as they are, each table in one statement (the common case:
-    values SQLite holds as given). The runs' ids are numbered here, under the write lock."""
+    """Insert a batch of runs as they are (the common case: values SQLite holds as given),
+    each table's rows as one flat list of values. The runs' ids are numbered here, under the
+    write lock."""
     (first,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM runs").fetchone()
-    runs: list[list[Any]] = []
-    calls: list[tuple[Any, ...]] = []
-    spans: list[tuple[Any, ...]] = []
+    runs: list[Any] = []
+    calls: list[Any] = []
+    spans: list[Any] = []
     answers: dict[str, list[tuple[Any, ...]]] = {"IGNORE": [], "REPLACE": []}
     for n, (record, rows, span_rows, responses) in enumerate(batch):
         run = first + n
-        runs.append([run, *(record[f] for f in RUN_FIELDS)])
-        calls.extend(_call(run, row) for row in rows)
-        spans.extend((run, *span[:-1], _json(span[-1])) for span in span_rows)
+        runs.append(run)
+        runs.extend(_RUN_VALUES(record))
+        for row in rows:
+            calls.extend(_call(run, row))
+        for span in span_rows:
+            spans.extend((run, *span[:-1], _json(span[-1])))
         for key, entry in responses:
             how = "REPLACE" if entry.get("replace") else "IGNORE"
             answers[how].append(_response_row(key, entry, record))
-    conn.executemany(_INSERT_RUN_WITH_ID, runs)
-    conn.executemany(_INSERT_CALL, calls)
-    conn.executemany(_INSERT_SPAN, spans)
+    _insert(conn, _INSERT_RUN_WITH_ID, runs)
+    _insert(conn, _INSERT_CALL, calls)
+    _insert(conn, _INSERT_SPAN, spans)
     for how, rows in answers.items():  # (a REPLACE after an IGNORE of one key ends the same)
         conn.executemany(_INSERT_RESPONSE.format(how), rows)
+
+
+_MAX_VALUES = 999
+"""The most values one statement may bind on any SQLite (the limit before SQLite 3.32)."""
+
+
+def _insert(conn: sqlite3.Connection, sql: str, values: list[Any]) -> None:
+    """Insert rows given as one flat list of values (as many per row as ``sql`` has), as many
+    rows per statement as SQLite binds at once. Not ``executemany``: SQLite runs a statement
+    with the interpreter lock released, and the writer has to take the lock back after each
+    one, waiting for a run loop that keeps it busy; one statement per row made the writer
+    wait once per row."""
+    head, _, row = sql.partition("VALUES ")
+    width = row.count("?")
+    step = _MAX_VALUES // width * width
+    for start in range(0, len(values), step):
+        part = values[start : start + step]
+        conn.execute(head + "VALUES " + ",".join([row] * (len(part) // width)), part)
 
 
 def _write_whole(conn: sqlite3.Connection, item: tuple[Any, ...]) -> int:

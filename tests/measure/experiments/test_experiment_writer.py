@@ -158,3 +158,51 @@ async def test_a_writer_that_breaks_stops_the_experiment_naming_the_cause(tmp_pa
     assert failed.lost == len(failed.unstored) == failed.made - 4
     runs = a.open_experiment("bug", tmp_path / "x.db").runs
     assert sorted(runs["k"]) == made[:4] == [0, 1, 2, 3]
+
+
+async def test_in_a_large_batch_every_call_and_span_is_stored_under_its_own_run(
+    tmp_path, monkeypatch
+):
+    """Runs of three, one and no model calls in one batch, many more rows than one INSERT
+    statement takes (the writer inserts a few dozen rows per statement): each row is stored
+    under the run that made it."""
+    monkeypatch.setattr(writer_module, "FLUSH_S", 60.0)  # one batch, written at the end
+    monkeypatch.setattr(writer_module, "_MAX_VALUES", 100)  # a run's rows span statements too
+
+    async def fn(shape: str, trial: int) -> a.RunResult:
+        if shape == "none":
+            raise ValueError("no run")
+        lead = a.Agent("reviewer", "R.", a.ScriptedModel([a.say(f"{shape} {trial}")]))
+        if shape == "tree":
+            lead = a.Agent(
+                "lead",
+                "L.",
+                a.ScriptedModel([a.tool_call("reviewer", input="x"), a.say(f"{trial}")]),
+                [lead.as_tool()],
+            )
+        return await a.run(lead, f"{shape} {trial}")
+
+    exp = await a.experiment(
+        "batch",
+        fn,
+        {"shape": ["tree", "flat", "none"]},
+        trials=40,
+        store=tmp_path / "x.db",
+        progress=False,
+    )
+    assert (exp.made, exp.stored, exp.lost) == (120, 120, 0)
+    runs = exp.runs.set_index(["shape", "trial"]).sort_index()
+    expected = {"tree": 3, "flat": 1, "none": 0}
+    assert all(runs.loc[(s, t), "calls"] == n for s, n in expected.items() for t in range(40))
+    assert list(runs.groupby("shape")["ok"].sum()) == [40, 0, 40]  # flat, none, tree
+    calls = exp.calls
+    spans = exp.spans
+    for (shape, trial), group in calls.groupby(["shape", "trial"]):
+        assert len(group) == expected[shape]
+        assert group["chars_in"].sum() == runs.loc[(shape, trial), "chars_in"]
+        (run_id,) = set(group["run_id"])
+        config = ["tree", "flat", "none"].index(shape)
+        mine = spans[(spans["config"] == config) & (spans["trial"] == trial)]
+        assert set(mine["run_id"]) == {run_id}
+        assert (mine["kind"] == "model_call").sum() == expected[shape]
+    assert len(calls) == 40 * 4
