@@ -121,6 +121,8 @@ class Frame:
         for span in (*self.tools.values(), *(r.span for r in self.agents.values())):
             if span.ended is None:
                 self.trace.end(span, status)
+        for run in self.agents.values():  # each measuring model refers back to its run
+            run.models.clear()
         if self.root:  # the run span, and anything a cut-short sub-agent left open below it
             root = self.trace.spans[0]
             self.trace.close_open_under(root, status)
