@@ -127,7 +127,7 @@ def reported_usage(trace: Trace) -> Usage:
     """The provider-reported usage summed over a trace's calls (None where none reported)."""
     usage = Usage()
     for row in trace.call_rows:  # the reported columns only: no token counted here
-        usage = usage + Usage(row.provider_tokens_in, row.provider_tokens_out, 1)
+        usage.add(Usage(row.provider_tokens_in, row.provider_tokens_out, 1))
     return usage
 
 
