@@ -158,6 +158,9 @@ async def _rows(scenario, seed: int, count: str, order: random.Random | None):
     if order is not None:  # read the characters in any order: the later calls' first
         for row in order.sample(rows, len(rows)):
             assert row.chars_in is not None
+    else:  # as every table reads them: all of a run's rows at once
+        for run in cap.runs:
+            run.trace.count_tokens()
     return [_comparable(row) for row in rows]
 
 
@@ -167,7 +170,7 @@ async def test_a_row_read_later_is_the_row_measured_at_once(
     monkeypatch, word_tokenizer, count, seed
 ):
     scenario = _SCENARIOS[seed % len(_SCENARIOS)]
-    later = await _rows(scenario, seed, count, random.Random(seed))
+    later = await _rows(scenario, seed, count, random.Random(seed) if seed % 2 else None)
 
     monkeypatch.setattr(_agents_frames.Frame, "record", _record_at_once)
     at_once = await _rows(scenario, seed, count, None)
@@ -184,3 +187,36 @@ async def test_a_row_is_not_measured_until_read():
     assert row.pending is not None and span.attrs.get("chars_in") is None
     assert row.chars_in > 0 and span.attrs["chars_in"] == row.chars_in
     assert cap.runs[0].chars_in == sum(r.chars_in for r in cap.runs[0].trace.call_rows)
+
+
+def test_rows_of_one_agent_that_send_as_many_messages_are_counted_as_tables_count(word_tokenizer):
+    """`Trace.count_tokens` counts an agent's rows in one pass where each request grows the
+    last; a captured row is measured first, whatever its request's length."""
+    from agentnb.integrations._rows import Unmeasured, call_row
+    from agentnb.models.types import Message, Usage
+    from agentnb.trace import Trace
+    from agentnb.trace.history import HistoryTally
+
+    trace, tally = Trace("r"), HistoryTally()
+    for text in ("first question", "second question"):  # the history was replaced: same length
+        span = trace.start("model_call", "m", None, agent="a", path="a", depth=0, turn=1)
+        trace.end(span)
+        row = call_row(
+            "r",
+            span,
+            model="m",
+            turn=1,
+            sizes=None,
+            chars_out=0,
+            tokens=(None, None, ""),
+            usage=Usage(),
+            tool_calls=0,
+            stop_reason="stop",
+            status="ok",
+            kind=MeasuredWhenRead,
+        )
+        request = ModelRequest("Be brief.", [Message.user(text)], agent="a")
+        row.pending = Unmeasured(span, request, None, tally, None)
+        trace.call_rows.append(row)
+    trace.count_tokens()
+    assert [(r.chars_in_user, r.tokens_in) for r in trace.call_rows] == [(14, 4), (15, 4)]
