@@ -15,12 +15,12 @@ import contextvars
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..models.types import ModelRequest
-from ..trace.calls import CallRow
+from ..models.types import ModelRequest, Usage
 from ..trace.history import HistoryTally
+from ..trace.sizes import response_chars
 from ..trace.spans import Span, Trace
 from . import _sdk_items as items
-from ._rows import mark_span, with_sizes
+from ._rows import MeasuredWhenRead, Unmeasured, call_row
 
 if TYPE_CHECKING:
     from ._agents_model import MeasuredModel
@@ -121,6 +121,8 @@ class Frame:
         for span in (*self.tools.values(), *(r.span for r in self.agents.values())):
             if span.ended is None:
                 self.trace.end(span, status)
+        for run in self.agents.values():  # each measuring model refers back to its run
+            run.models.clear()
         if self.root:  # the run span, and anything a cut-short sub-agent left open below it
             root = self.trace.spans[0]
             self.trace.close_open_under(root, status)
@@ -136,10 +138,11 @@ class Frame:
         usage: Any,
         status: str,
     ) -> None:
-        """Measure one finished model call and add its row: agentnb's `CallRow.measure` of the
-        call as an agentnb request (the span's name is the model's), as a native call is."""
-        article = self.capture.count == "article"
+        """Add the row of one finished model call: agentnb's `CallRow.measure` of the call as an
+        agentnb request (the span's name is the model's), as a native call is, taken when the
+        row is first read. The SDK's items are converted now: it may change them later."""
         history = run.history
+        article = self.capture.count == "article"
         history.update(items.as_input_items(call["input"]), article)
         system = call["system_instructions"]
         request = ModelRequest(
@@ -150,8 +153,20 @@ class Frame:
             agent=run.name,
         )
         response = items.response(output, usage) if output is not None else None
-        row = CallRow.measure(self.trace.run_id, span, request, response, run.tally, status, [])
-        if article:  # the same row, its characters counted by the article's rule
-            row = with_sizes(row, history.article_sizes(system, call["tools"]))
+        sizes = history.article_sizes(system, call["tools"]) if article else None
+        row = call_row(
+            self.trace.run_id,
+            span,
+            model=span.name,
+            turn=run.turn,
+            sizes=None,
+            chars_out=response_chars(response) if response is not None else 0,
+            tokens=(None, None, ""),
+            usage=response.usage if response is not None else Usage(),
+            tool_calls=len(response.tool_calls) if response is not None else 0,
+            stop_reason=response.stop_reason if response is not None else "error",
+            status=status,
+            kind=MeasuredWhenRead,
+        )
+        row.pending = Unmeasured(span, request, response, run.tally, sizes)
         self.trace.call_rows.append(row)
-        mark_span(span, row)

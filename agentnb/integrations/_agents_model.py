@@ -13,10 +13,9 @@ from typing import Any
 from agents import RunHooks
 from agents.models.interface import Model
 
-from ..models.types import Usage
 from ..trace.spans import Span
 from ._agents_frames import Frame, SdkAgentRun
-from ._rows import call_row
+from ._rows import not_measured
 
 _CALL_KEYS = (
     "system_instructions",
@@ -57,22 +56,10 @@ class MeasuredModel(Model):
         try:
             self.frame.record(self.run, span, call, output, usage, status)
         except Exception as exc:  # measuring must never break the user's run: say why instead
-            span.attrs["chars_in_reason"] = f"not measured: {type(exc).__name__}: {exc}"
-            self.frame.trace.call_rows.append(
-                call_row(
-                    self.frame.trace.run_id,
-                    span,
-                    model=self.label,
-                    turn=self.run.turn,
-                    sizes=None,
-                    chars_out=None,
-                    tokens=(None, None, "unavailable"),
-                    usage=Usage(),
-                    tool_calls=0,
-                    stop_reason="stop" if status == "ok" else "error",
-                    status=status,
-                )
+            row = not_measured(
+                self.frame.trace.run_id, span, self.label, self.run.turn, status, exc
             )
+            self.frame.trace.call_rows.append(row)
 
     async def get_response(self, *args: Any, **kwargs: Any) -> Any:
         call = {**dict(zip(_CALL_KEYS, args)), **kwargs} if args else kwargs

@@ -1,10 +1,11 @@
 """One calls-table row for a model call agentnb did not make itself (a captured framework's).
 
-A model call measured on an agentnb request is a `CallRow.measure` like a native one; these
-helpers cover the rest: a row whose characters are counted by another rule (`with_sizes`) and a
-row for a call that could not be measured, or was read from spans (`call_row`). Either way the
-row is the trace layer's `CallRow`, so a captured call sits in the same frame as a native one
-and every table and plot reads it the same way.
+A model call measured on an agentnb request is a `CallRow.measure` like a native one, taken when
+the row is first read (`MeasuredWhenRead`); these helpers cover the rest: a row whose characters
+are counted by another rule (`with_sizes`) and a row for a call that could not be measured, or
+was read from spans (`call_row`). Either way the row is the trace layer's `CallRow`, so a
+captured call sits in the same frame as a native one and every table and plot reads it the same
+way.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..models.types import Usage
-from ..trace.calls import CallRow
+from ..models.types import ModelRequest, ModelResponse, Usage
+from ..trace.calls import CALL_COLUMNS, COUNTED_COLUMNS, CallRow
+from ..trace.history import HistoryTally
 from ..trace.sizes import COMPONENTS
 from ..trace.spans import Span, Trace
 
@@ -57,6 +59,7 @@ def call_row(
     stop_reason: str,
     status: str,
     prefix: Any = None,
+    kind: type[CallRow] = CallRow,
 ) -> CallRow:
     """A row of `CALL_COLUMNS`; ``sizes`` is `request_sizes`' dict (None: not measurable),
     ``tokens`` agentnb's count ``(in, out, method)``, ``usage`` what the provider reported."""
@@ -107,7 +110,7 @@ def call_row(
     span.attrs.update(
         chars_in=row["chars_in"], chars_out=chars_out, tokens_in=tokens_in, tokens_out=tokens_out
     )
-    return CallRow(**row)
+    return kind(**row)
 
 
 def _missing(component: str) -> None:
@@ -124,7 +127,7 @@ def reported_usage(trace: Trace) -> Usage:
     """The provider-reported usage summed over a trace's calls (None where none reported)."""
     usage = Usage()
     for row in trace.call_rows:  # the reported columns only: no token counted here
-        usage = usage + Usage(row.provider_tokens_in, row.provider_tokens_out, 1)
+        usage.add(Usage(row.provider_tokens_in, row.provider_tokens_out, 1))
     return usage
 
 
@@ -134,3 +137,104 @@ def mark_span(span: Span, row: CallRow) -> None:
     span.attrs.update(chars_in=row.chars_in, chars_out=row.chars_out)
     if row.pending is None:
         span.attrs.update(tokens_in=row.tokens_in, tokens_out=row.tokens_out)
+
+
+class Unmeasured:
+    """What a captured call was sent, kept until its row is first read: the request, its
+    history being the agent's list, which grows after the call, and how much of it was sent."""
+
+    __slots__ = ("span", "request", "sent", "response", "tally", "sizes")
+
+    def __init__(
+        self,
+        span: Span,
+        request: ModelRequest,
+        response: ModelResponse | None,
+        tally: HistoryTally,
+        sizes: dict[str, int] | None,
+    ) -> None:
+        self.span, self.request, self.sent = span, request, len(request.messages)
+        self.response, self.tally, self.sizes = response, tally, sizes
+
+    def measure(self, row: CallRow, label: str) -> CallRow:
+        """The row `CallRow.measure` gives the call (its characters replaced by ``sizes``, the
+        article's count, if given); a request it cannot measure gives `not_measured`'s row."""
+        request, span = self.request, self.span
+        try:
+            sent = ModelRequest(
+                request.system,
+                request.messages[: self.sent],
+                request.tools,
+                request.output_schema,
+                agent=request.agent,
+            )
+            measured = CallRow.measure(
+                row.run_id, span, sent, self.response, self.tally, row.status, []
+            )
+            return with_sizes(measured, self.sizes) if self.sizes is not None else measured
+        except Exception as exc:  # measuring must never break a table: the span says why
+            return not_measured(row.run_id, span, label, row.turn, row.status, exc)
+
+
+class MeasuredWhenRead(CallRow):
+    """A captured call's row whose characters are measured the first time one of them, or of
+    its tokens, is read (as a native row counts its tokens then): measuring adds nothing to
+    the run's own time. `Trace.count_tokens`, which every table and view of a trace calls
+    first, reads the rows in the order the calls finished, so each agent's history is measured
+    turn after turn."""
+
+    __slots__ = ()
+
+    def measure_sizes(self) -> None:
+        """Fill the columns of characters, and mark the span, once."""
+        unmeasured = self.pending
+        if not isinstance(unmeasured, Unmeasured):
+            return
+        measured = unmeasured.measure(self, self.model)
+        counted = measured.pending is None  # else its token columns are counted later, here
+        for column in CALL_COLUMNS if counted else _NOT_COUNTED:
+            setattr(self, column, getattr(measured, column))
+        self.pending = measured.pending
+        mark_span(unmeasured.span, self)
+
+    def count_tokens(self) -> None:
+        self.measure_sizes()
+        super().count_tokens()
+
+
+_NOT_COUNTED = tuple(c for c in CALL_COLUMNS if c not in COUNTED_COLUMNS)
+_SIZE_COLUMNS = ("chars_on_wire", *_COLUMN.values())
+"""The columns measured from a captured call's request, read through `MeasuredWhenRead`."""
+
+
+def _measured_when_read(slot: Any) -> property:
+    def read(row: MeasuredWhenRead) -> Any:
+        if row.pending is not None:
+            row.measure_sizes()
+        return slot.__get__(row, CallRow)
+
+    return property(read, slot.__set__, doc=slot.__doc__)
+
+
+for _column in _SIZE_COLUMNS:
+    setattr(MeasuredWhenRead, _column, _measured_when_read(CallRow.__dict__[_column]))
+
+
+def not_measured(
+    run_id: str, span: Span, model: str, turn: int, status: str, error: Exception
+) -> CallRow:
+    """The row of a call whose request could not be measured; its span says why."""
+    span.attrs["chars_in_reason"] = f"not measured: {type(error).__name__}: {error}"
+    return call_row(
+        run_id,
+        span,
+        model=model,
+        turn=turn,
+        sizes=None,
+        chars_out=None,
+        tokens=(None, None, "unavailable"),
+        usage=Usage(),
+        tool_calls=0,
+        stop_reason="stop" if status == "ok" else "error",
+        status=status,
+    )

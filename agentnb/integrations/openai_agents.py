@@ -19,8 +19,8 @@ docs/characters.md.
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Callable
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -121,7 +121,7 @@ class Capture(CaptureBlock):
         return f"<pre>{self!r}</pre>"
 
     def _new_run(self, agent: Any) -> Frame:
-        trace = Trace(uuid.uuid4().hex[:12], t0=self.t0)
+        trace = Trace(os.urandom(6).hex(), t0=self.t0)  # a run id as a native run's
         span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
         return Frame(self, trace, span, "", 0, root=True)
 

@@ -29,8 +29,8 @@ def count_rows(rows: Iterable[CallRow]) -> None:
         pending = row.pending
         if pending is None:
             continue
-        if pending.tally is None:  # nothing shared with another row
-            row.count_tokens()
+        if not isinstance(pending, _Unsent) or pending.tally is None:
+            row.count_tokens()  # nothing shared with another row, or a row of its own kind
         else:  # the rows of one agent's run, in the order it made them
             agents.setdefault(id(pending.tally), (pending.tally, []))[1].append(row)
     for tally, agent_rows in agents.values():

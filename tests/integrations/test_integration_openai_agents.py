@@ -369,3 +369,21 @@ async def test_the_runs_own_hooks_are_still_called():
     assert seen[:2] == ["start Coordinator", "tool opinion_0"]
     assert "done opinion_0" in seen
     assert [s.name for s in cap.spans if s.kind == "tool_call"] == ["opinion_0"]
+
+
+async def test_a_finished_capture_leaves_no_garbage_for_the_cycle_collector():
+    """What a capture builds is freed when the last reference goes, as a plain run's is: no
+    reference cycle for the collector to find (each would make the user's later runs slower)."""
+    import gc
+
+    agent = article.coordinator(2, itertools.count())
+    gc.collect()
+    gc.disable()
+    try:
+        with openai_agents.capture() as cap:
+            await Runner.run(agent, article.CLAUSE)
+        assert cap.runs[0].model_calls == 4
+        del cap
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
