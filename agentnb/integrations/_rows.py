@@ -11,10 +11,11 @@ way.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 from ..models.types import ModelRequest, ModelResponse, Usage
-from ..trace.calls import CALL_COLUMNS, COUNTED_COLUMNS, CallRow
+from ..trace.calls import CALL_COLUMNS, UNCOUNTED_COLUMNS, CallRow, when_read
 from ..trace.history import HistoryTally
 from ..trace.sizes import COMPONENTS
 from ..trace.spans import Span, Trace
@@ -192,7 +193,7 @@ class MeasuredWhenRead(CallRow):
             return
         measured = unmeasured.measure(self, self.model)
         counted = measured.pending is None  # else its token columns are counted later, here
-        for column in CALL_COLUMNS if counted else _NOT_COUNTED:
+        for column in CALL_COLUMNS if counted else UNCOUNTED_COLUMNS:
             setattr(self, column, getattr(measured, column))
         self.pending = measured.pending
         mark_span(unmeasured.span, self)
@@ -202,22 +203,14 @@ class MeasuredWhenRead(CallRow):
         super().count_tokens()
 
 
-_NOT_COUNTED = tuple(c for c in CALL_COLUMNS if c not in COUNTED_COLUMNS)
 _SIZE_COLUMNS = ("chars_on_wire", *_COLUMN.values())
 """The columns measured from a captured call's request, read through `MeasuredWhenRead`."""
-
-
-def _measured_when_read(slot: Any) -> property:
-    def read(row: MeasuredWhenRead) -> Any:
-        if row.pending is not None:
-            row.measure_sizes()
-        return slot.__get__(row, CallRow)
-
-    return property(read, slot.__set__, doc=slot.__doc__)
-
-
 for _column in _SIZE_COLUMNS:
-    setattr(MeasuredWhenRead, _column, _measured_when_read(CallRow.__dict__[_column]))
+    setattr(
+        MeasuredWhenRead,
+        _column,
+        when_read(CallRow.__dict__[_column], operator.methodcaller("measure_sizes")),
+    )
 
 
 def not_measured(

@@ -363,12 +363,13 @@ COUNTED_COLUMNS = ("tokens_in", "tokens_out", "tokens_method", "tokens_in_overhe
 """The columns `CallRow.count_tokens` fills when one of them is first read."""
 
 
-def _counted_when_read(slot: Any) -> property:
-    """The column's slot behind a property that counts the row's tokens on the first read."""
+def when_read(slot: Any, fill: Callable[[Any], None]) -> property:
+    """The column's slot behind a property that calls ``fill(row)`` on the first read, while
+    the row is still pending (its tokens, or a captured call's sizes, not yet filled)."""
 
     def read(row: CallRow) -> Any:
         if row.pending is not None:
-            row.count_tokens()
+            fill(row)
         return slot.__get__(row, CallRow)
 
     return property(read, slot.__set__, doc=slot.__doc__)
@@ -377,7 +378,7 @@ def _counted_when_read(slot: Any) -> property:
 _SLOTS = {column: CallRow.__dict__[column] for column in COUNTED_COLUMNS}
 """Where the counted columns are stored, under the properties that count them when read."""
 for _column, _slot in _SLOTS.items():
-    setattr(CallRow, _column, _counted_when_read(_slot))
+    setattr(CallRow, _column, when_read(_slot, operator.methodcaller("count_tokens")))
 
 row_values: Callable[[CallRow], tuple[Any, ...]] = operator.attrgetter(*CALL_COLUMNS)
 """A row's fields in the order of `CALL_COLUMNS`, read in one call: a table of 100,000 calls
@@ -385,8 +386,9 @@ reads four million fields, and reading them one by one in Python took longer tha
 took to build the frame from them."""
 
 
-_UNCOUNTED = tuple(column for column in CALL_COLUMNS if column not in COUNTED_COLUMNS)
-_uncounted_values = operator.attrgetter(*_UNCOUNTED)
+UNCOUNTED_COLUMNS = tuple(column for column in CALL_COLUMNS if column not in COUNTED_COLUMNS)
+"""The columns a row has from its call, before any token is counted."""
+_uncounted_values = operator.attrgetter(*UNCOUNTED_COLUMNS)
 
 
 def columns_of(rows: Sequence[CallRow]) -> list[tuple[Any, ...]]:
@@ -397,7 +399,9 @@ def columns_of(rows: Sequence[CallRow]) -> list[tuple[Any, ...]]:
     for row in rows:
         if row.pending is not None:
             row.count_tokens()
-    found = dict(zip(_UNCOUNTED, zip(*map(_uncounted_values, rows), strict=True), strict=True))
+    found = dict(
+        zip(UNCOUNTED_COLUMNS, zip(*map(_uncounted_values, rows), strict=True), strict=True)
+    )
     for column, slot in _SLOTS.items():
         found[column] = tuple(map(slot.__get__, rows))
     return [found[column] for column in CALL_COLUMNS]
