@@ -84,12 +84,13 @@ def run_here(awaitable: Awaitable[T], on_interrupt: Callable[[], None] | None = 
     def interrupt() -> None:
         nonlocal interrupts
         interrupts += 1
-        if interrupts > 1 or task is None or task.done():
+        if interrupts > 1 or task is None:
             raise KeyboardInterrupt()
-        if on_interrupt is None:
-            task.cancel()
-        else:
+        if on_interrupt is not None:  # even when the wait has just ended: its work goes on
             on_interrupt()
+        elif not task.done():
+            task.cancel()
+        # else the work ended as the Ctrl-C came: its result stands
 
     try:
         handler = _install(loop, interrupt)
@@ -110,14 +111,16 @@ def run_here(awaitable: Awaitable[T], on_interrupt: Callable[[], None] | None = 
                 if not task.done():
                     raise
     except KeyboardInterrupt:
-        _restore(loop, handler)  # a third interrupt is not caught
+        _restore(loop, handler, interrupt)  # a third interrupt is not caught
         if not task.done():  # a second interrupt: cancel, and wait for the cancellation
             task.cancel()
             _drain(loop, task)
         raise
     finally:
-        _restore(loop, handler)
+        _restore(loop, handler, interrupt)
     if task.cancelled():
+        if asyncio.iscoroutine(awaitable):  # cancelled before its first step: never started
+            awaitable.close()
         if interrupts:
             raise KeyboardInterrupt()
         raise asyncio.CancelledError()
@@ -135,8 +138,29 @@ def _drain(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
             continue
 
 
-def _restore(loop: asyncio.AbstractEventLoop, installed: bool) -> None:
+_handlers: list[Callable[[], None]] = []
+"""The Ctrl-C handlers of the `run_here` calls now running on the main thread's loop."""
+
+
+def _ctrl_c() -> None:
+    """The loop's one Ctrl-C callback: the handler of the `run_here` running now. The loop
+    reads a signal from its wakeup pipe and queues this callback; when that happens just as
+    one wait ends, the callback runs at the loop's next start, in the next wait, which takes
+    the interrupt (a callback bound to the wait that had ended would see its work done and the
+    Ctrl-C would be lost)."""
+    if not _handlers:
+        raise KeyboardInterrupt()
+    _handlers[-1]()
+
+
+def _restore(
+    loop: asyncio.AbstractEventLoop, installed: bool, interrupt: Callable[[], None]
+) -> None:
     if not installed:
+        return
+    if interrupt in _handlers:
+        _handlers.remove(interrupt)
+    if _handlers:  # an outer wait's handler stays in place
         return
     try:
         if loop.remove_signal_handler(signal.SIGINT):  # the default handler is back
@@ -161,7 +185,8 @@ def _install(loop: asyncio.AbstractEventLoop, interrupt: Callable[[], None]) -> 
     if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
         return False
     try:
-        loop.add_signal_handler(signal.SIGINT, interrupt)
+        loop.add_signal_handler(signal.SIGINT, _ctrl_c)
     except NotImplementedError:
-        signal.signal(signal.SIGINT, lambda signum, frame: interrupt())
+        signal.signal(signal.SIGINT, lambda signum, frame: _ctrl_c())
+    _handlers.append(interrupt)
     return True
