@@ -19,7 +19,6 @@ docs/characters.md.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from contextvars import ContextVar, Token
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import UserError
 from ..runtime import RunResult
-from ..trace.spans import Span, Trace
+from ..trace.spans import Span, Trace, new_run_id
 from . import _sdk_patch
 from ._capture import CaptureBlock
 from ._rows import reported_usage
@@ -121,7 +120,7 @@ class Capture(CaptureBlock):
         return f"<pre>{self!r}</pre>"
 
     def _new_run(self, agent: Any) -> Frame:
-        trace = Trace(os.urandom(6).hex(), t0=self.t0)  # a run id as a native run's
+        trace = Trace(new_run_id(), t0=self.t0)
         span = trace.start("run", agent.name, None, agent=agent.name, path=agent.name, depth=0)
         return Frame(self, trace, span, "", 0, root=True)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,6 +35,11 @@ __all__ = ["CALL_COLUMNS", "CallRow", "Listener", "Span", "SpanKind", "Trace"]
 SpanKind = Literal["run", "agent", "model_call", "tool_call", "approval", "guardrail"]
 """``approval``: time a call waited for a person (or an approver) to allow it, kept apart
 from model latency. ``guardrail``: one check of an agent's input or output, or of a tool call."""
+
+
+def new_run_id() -> str:
+    """A run's id: 12 random hex digits (a native run's and a captured framework's alike)."""
+    return os.urandom(6).hex()
 
 
 @dataclass(slots=True)

@@ -385,10 +385,8 @@ def _todo(conn: Any, exp_id: int, plan: list[Job]) -> tuple[list[Job], int]:
         identity = (job.key, job.trial, job.item_key)
         if identity in ended:
             skipped += 1
-        elif identity in tried:
-            jobs.append(dataclasses.replace(job, attempt=tried[identity] + 1))
         else:
-            jobs.append(job)  # its first attempt, as planned
+            jobs.append(dataclasses.replace(job, attempt=tried.get(identity, 0) + 1))
     return jobs, skipped
 
 

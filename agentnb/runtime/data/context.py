@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Awaitable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ... import checks
 from ...errors import UserError
 from ...models.types import Message, Usage
-from ...trace.spans import Trace
+from ...trace.spans import Trace, new_run_id
 
 if TYPE_CHECKING:
     from ...models.base import ModelClient
@@ -122,7 +121,7 @@ class RunContext:
     def create(cls, options: RunOptions, *, t0: float | None = None) -> RunContext:
         """A run's context from its checked options. ``t0``: a shared clock origin
         (``perf_counter``) for runs a pattern starts together."""
-        run_id = options.run_id or os.urandom(6).hex()  # 12 random hex digits
+        run_id = options.run_id or new_run_id()
         ctx = cls(
             run_id,
             options.run_limits or _NO_LIMITS,

@@ -160,8 +160,6 @@ def _restore(
         return
     if interrupt in _handlers:
         _handlers.remove(interrupt)
-    if _handlers:  # an outer wait's handler stays in place
-        return
     try:
         if loop.remove_signal_handler(signal.SIGINT):  # the default handler is back
             return
