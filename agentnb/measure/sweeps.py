@@ -202,9 +202,8 @@ def result_rows(result: Any) -> tuple[list[dict[str, Any]], bool, str | None]:
         return rows, all(p[1] for p in parts), "; ".join(errors) or None
     trace = getattr(result, "trace", None)
     if trace is not None and getattr(result, "path", None) is None and hasattr(trace, "call_rows"):
-        rows = [
-            r.as_dict() for r in trace.call_rows
-        ]  # the same rows as result.calls, without a frame
+        trace.count_tokens()  # each agent's rows in one pass, as result.calls counts them
+        rows = [r.as_dict() for r in trace.call_rows]  # the same rows, without a frame
     elif hasattr(result, "calls"):
         rows = result.calls.to_dict("records")
     else:

@@ -123,6 +123,7 @@ def combine_calls(parts: Mapping[Any, RunResult], column: str | tuple[str, ...])
     rows = []
     for key, result in parts.items():
         values = dict(zip(keys, (key,) if isinstance(column, str) else key))
+        result.trace.count_tokens()  # each agent's rows in one pass, as result.calls counts them
         rows += [{**values, **row.as_dict()} for row in result.trace.call_rows]
     columns = [*keys, *CALL_COLUMNS]
     return pd.DataFrame({c: [r.get(c) for r in rows] for c in columns}, columns=columns)
